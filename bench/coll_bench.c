@@ -1,0 +1,420 @@
+/*
+ * coll_bench — plain MPI benchmark of float MPI_Allreduce / MPI_Allgather /
+ * MPI_Bcast, meant to be run with and without libcompmpi (LD_PRELOAD).
+ *
+ *   coll_bench [--coll allreduce|allgather|bcast|all|LIST] [--sizes 4M,16M,...]
+ *              [--iters K] [--warmup W] [--data gradient|uniform|normal]
+ *              [--seed S] [--check] [--inplace] [--root R]
+ *
+ * --sizes   bytes of float per rank buffer (allgather: the per-rank block);
+ *           suffixes K/M/G are binary (4M = 4194304 bytes = 1048576 floats).
+ * --check   compute rel_err = ||result - exact||_2 / ||exact||_2 (max over
+ *           ranks; exact computed here in double precision by regenerating
+ *           every rank's data from the seed, no extra communication) and
+ *           identical = 1 iff all ranks hold bit-identical results (64-bit hash
+ *           compared with MPI_Allreduce(MPI_UINT64_T, MAX and MIN)).
+ *           Without --check both are printed as "na".
+ * --inplace allreduce: MPI_IN_PLACE on the receive buffer; allgather:
+ *           MPI_IN_PLACE with the rank's block already in the receive buffer.
+ *
+ * Output (rank 0, one line per collective and size, flushed immediately):
+ *   coll=allreduce bytes=67108864 ranks=2 iters=5 t_min_s=... t_med_s=...
+ *   t_max_s=... rel_err=... identical=1
+ * Each iteration: restore the input buffer from a pristine copy (not timed),
+ * MPI_Barrier, time the collective; the iteration's time is the max over ranks.
+ * Lines starting with '#' are comments; "# coll_bench: done" is printed just
+ * before MPI_Finalize (lets a driver tell a hang in MPI_Finalize from a hang in
+ * the benchmark).
+ *
+ * Only MPI_Allreduce/MPI_Allgather/MPI_Bcast on MPI_FLOAT are the objects of
+ * measurement; bookkeeping uses MPI_Barrier, MPI_Reduce on doubles and
+ * MPI_Allreduce on MPI_UINT64_T, which libcompmpi passes through untouched.
+ *
+ * Build: mpicc.mpich -O2 -o coll_bench coll_bench.c -lm
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum coll_kind { C_ALLREDUCE, C_ALLGATHER, C_BCAST, C_NKINDS };
+static const char *coll_names[C_NKINDS] = {"allreduce", "allgather", "bcast"};
+enum data_kind { D_GRADIENT, D_UNIFORM, D_NORMAL };
+static const char *data_names[] = {"gradient", "uniform", "normal"};
+
+static int g_rank, g_size;
+
+static void die(const char *fmt, const char *arg)
+{
+    if (g_rank == 0) {
+        fprintf(stderr, "coll_bench: ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\n");
+    }
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+/* ---------------------------------------------------------------------------
+ * Deterministic, counter-based data: value = f(seed, rank, global index), so
+ * any rank can regenerate any other rank's data, any sub-range, in any order.
+ */
+static inline uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+static inline uint64_t stream_key(uint64_t seed, uint64_t rank, uint64_t stream)
+{
+    return mix64(mix64(seed ^ 0x5eed5eed5eedULL) ^ mix64((rank << 8) ^ stream ^ 0xC0FFEE0000ULL));
+}
+static inline uint64_t hash_at(uint64_t key, uint64_t i) { return mix64(key ^ (i * 0xD6E8FEB86659FD93ULL)); }
+/* uniform in (0,1) from 24 bits */
+static inline double u24(uint64_t bits) { return ((double)(bits & 0xFFFFFF) + 0.5) * (1.0 / 16777216.0); }
+static inline double normal_from(uint64_t h)
+{
+    double u1 = u24(h), u2 = u24(h >> 24);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+#define GRAD_BLOCK 4096 /* elements per "tensor block" sharing a scale */
+
+/*
+ * "gradient": per block of 4096 elements a log-normal scale common to all ranks
+ * (1e-3 * exp(1.5 N), i.e. spans ~4 decades across blocks, like layers), times
+ * a per-rank jitter exp(0.25 N); per element 0.6 * common N(0,1) (the "true"
+ * gradient, same on all ranks) + per-rank N(0,1) noise; 2% exact zeros per
+ * rank; 0.5% heavy-tail outliers multiplied by 1/sqrt(U) (Pareto tail, alpha=2,
+ * up to ~4000x).
+ */
+static void gen_data(enum data_kind kind, uint64_t seed, int rank, size_t start, size_t n, float *out)
+{
+    uint64_t kr = stream_key(seed, (uint64_t)rank, 1);
+    if (kind == D_UNIFORM) {
+        for (size_t j = 0; j < n; j++)
+            out[j] = (float)(2.0 * u24(hash_at(kr, start + j)) - 1.0);
+        return;
+    }
+    if (kind == D_NORMAL) {
+        for (size_t j = 0; j < n; j++)
+            out[j] = (float)normal_from(hash_at(kr, start + j));
+        return;
+    }
+    uint64_t kc = stream_key(seed, 0xFFFFFF, 2);             /* common to all ranks */
+    uint64_t kbs = stream_key(seed, 0xFFFFFF, 3);            /* block scale, common */
+    uint64_t kbj = stream_key(seed, (uint64_t)rank, 4);      /* per-rank block jitter */
+    uint64_t kt = stream_key(seed, (uint64_t)rank, 5);       /* tail magnitudes */
+    size_t j = 0;
+    while (j < n) {
+        size_t i = start + j;
+        uint64_t b = i / GRAD_BLOCK;
+        size_t bend = (b + 1) * GRAD_BLOCK - start;
+        if (bend > n) bend = n;
+        double scale = 1e-3 * exp(1.5 * normal_from(hash_at(kbs, b))) * exp(0.25 * normal_from(hash_at(kbj, b)));
+        for (; j < bend; j++) {
+            i = start + j;
+            uint64_t h = hash_at(kr, i);
+            unsigned sel = (unsigned)(h >> 48) & 0xFFFF;     /* 16 selector bits */
+            if (sel < 1311) { out[j] = 0.0f; continue; }    /* 2% zeros */
+            double v = 0.6 * normal_from(hash_at(kc, i)) + normal_from(h);
+            if (sel >= 65536 - 328)                          /* 0.5% outliers */
+                v /= sqrt(u24(hash_at(kt, i)));
+            out[j] = (float)(scale * v);
+        }
+    }
+}
+
+/* 64-bit hash of a byte range (word-wise FNV-1a style + final mix). */
+static uint64_t hash_bytes(const void *p, size_t nbytes)
+{
+    const unsigned char *c = p;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    size_t nw = nbytes / 8;
+    for (size_t k = 0; k < nw; k++) {
+        uint64_t w;
+        memcpy(&w, c + 8 * k, 8);
+        h = (h ^ w) * 0x100000001B3ULL;
+        h ^= h >> 32;
+    }
+    for (size_t k = nw * 8; k < nbytes; k++) h = (h ^ c[k]) * 0x100000001B3ULL;
+    return mix64(h ^ nbytes);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0) die("bad size '%s'", s);
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'i') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) die("bad size '%s' (use e.g. 4M, 65536, 1G)", s);
+    double b = v * mul;
+    if (b > (double)INT_MAX * 4.0) die("size '%s' too large", s);
+    size_t bytes = (size_t)b;
+    if (bytes % sizeof(float)) die("size '%s' is not a multiple of 4 bytes", s);
+    return bytes;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define CHUNK 65536
+
+/* local sum of squares of (result - exact) and of exact, in double */
+static void check_error(enum coll_kind ck, enum data_kind dk, uint64_t seed, int root, size_t n,
+                        const float *res, double *err2, double *ref2)
+{
+    float *tmp = malloc(CHUNK * sizeof(float));
+    double *ex = malloc(CHUNK * sizeof(double));
+    if (!tmp || !ex) die("out of memory (%s)", "check");
+    double e2 = 0, r2 = 0;
+    if (ck == C_ALLREDUCE) {
+        for (size_t s = 0; s < n; s += CHUNK) {
+            size_t m = n - s < CHUNK ? n - s : CHUNK;
+            for (size_t j = 0; j < m; j++) ex[j] = 0;
+            for (int r = 0; r < g_size; r++) {
+                gen_data(dk, seed, r, s, m, tmp);
+                for (size_t j = 0; j < m; j++) ex[j] += (double)tmp[j];
+            }
+            for (size_t j = 0; j < m; j++) {
+                double d = (double)res[s + j] - ex[j];
+                e2 += d * d;
+                r2 += ex[j] * ex[j];
+            }
+        }
+    } else {
+        int r0 = ck == C_BCAST ? root : 0, r1 = ck == C_BCAST ? root + 1 : g_size;
+        for (int r = r0; r < r1; r++) {
+            const float *blk = res + (ck == C_BCAST ? 0 : (size_t)r * n);
+            for (size_t s = 0; s < n; s += CHUNK) {
+                size_t m = n - s < CHUNK ? n - s : CHUNK;
+                gen_data(dk, seed, r, s, m, tmp);
+                for (size_t j = 0; j < m; j++) {
+                    double d = (double)blk[s + j] - (double)tmp[j];
+                    e2 += d * d;
+                    r2 += (double)tmp[j] * (double)tmp[j];
+                }
+            }
+        }
+    }
+    free(tmp);
+    free(ex);
+    *err2 = e2;
+    *ref2 = r2;
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64)) die("out of memory allocating %s", "buffers");
+    return p;
+}
+
+static void usage(void)
+{
+    if (g_rank == 0)
+        fprintf(stderr,
+                "usage: coll_bench [--coll allreduce|allgather|bcast|all|LIST] [--sizes 4M,16M,...]\n"
+                "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
+                "                  [--seed S] [--check] [--inplace] [--root R]\n");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+
+    int colls[C_NKINDS], ncolls = 0;
+    size_t sizes[64];
+    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0;
+    enum data_kind dk = D_GRADIENT;
+    uint64_t seed = 42;
+    const char *coll_arg = "all", *sizes_arg = "4M,16M,64M";
+
+    for (int a = 1; a < argc; a++) {
+        const char *o = argv[a];
+        const char *v = a + 1 < argc ? argv[a + 1] : NULL;
+#define NEEDV() do { if (!v) die("option %s needs a value", o); a++; } while (0)
+        if (!strcmp(o, "--coll")) { NEEDV(); coll_arg = v; }
+        else if (!strcmp(o, "--sizes")) { NEEDV(); sizes_arg = v; }
+        else if (!strcmp(o, "--iters")) { NEEDV(); iters = atoi(v); }
+        else if (!strcmp(o, "--warmup")) { NEEDV(); warmup = atoi(v); }
+        else if (!strcmp(o, "--seed")) { NEEDV(); seed = strtoull(v, NULL, 0); }
+        else if (!strcmp(o, "--root")) { NEEDV(); root = atoi(v); }
+        else if (!strcmp(o, "--data")) {
+            NEEDV();
+            if (!strcmp(v, "gradient")) dk = D_GRADIENT;
+            else if (!strcmp(v, "uniform")) dk = D_UNIFORM;
+            else if (!strcmp(v, "normal")) dk = D_NORMAL;
+            else die("unknown --data '%s'", v);
+        }
+        else if (!strcmp(o, "--check")) check = 1;
+        else if (!strcmp(o, "--inplace")) inplace = 1;
+        else if (!strcmp(o, "-h") || !strcmp(o, "--help")) { usage(); MPI_Finalize(); return 0; }
+        else { usage(); die("unknown option '%s'", o); }
+#undef NEEDV
+    }
+    if (iters < 1) die("--iters must be >= 1%s", "");
+    if (warmup < 0) die("--warmup must be >= 0%s", "");
+    if (root < 0 || root >= g_size) die("--root out of range%s", "");
+
+    /* collectives */
+    {
+        char *s = strdup(coll_arg), *save = NULL;
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(t, "all")) {
+                for (int k = 0; k < C_NKINDS; k++) colls[ncolls++] = k;
+                break;
+            }
+            int k;
+            for (k = 0; k < C_NKINDS && strcmp(t, coll_names[k]); k++) ;
+            if (k == C_NKINDS) die("unknown collective '%s'", t);
+            if (ncolls < C_NKINDS) colls[ncolls++] = k;
+        }
+        free(s);
+        if (!ncolls) die("no collective given%s", "");
+    }
+    /* sizes */
+    {
+        char *s = strdup(sizes_arg), *save = NULL;
+        for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (nsizes == 64) die("too many sizes%s", "");
+            sizes[nsizes++] = parse_size(t);
+        }
+        free(s);
+        if (!nsizes) die("no size given%s", "");
+    }
+
+    if (g_rank == 0) {
+        int len;
+        char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+        MPI_Get_library_version(ver, &len);
+        for (char *q = ver; *q; q++) if (*q == '\t') *q = ' ';
+        char *nl = strchr(ver, '\n');
+        if (nl) *nl = 0;
+        const char *pre = getenv("LD_PRELOAD");
+        printf("# coll_bench ranks=%d iters=%d warmup=%d data=%s seed=%llu check=%d inplace=%d preload=%s mpi=\"%s\"\n",
+               g_size, iters, warmup, data_names[dk], (unsigned long long)seed, check, inplace,
+               pre && *pre ? pre : "none", ver);
+        fflush(stdout);
+    }
+
+    double *times = malloc(sizeof(double) * iters), *tmax = malloc(sizeof(double) * iters);
+
+    for (int ci = 0; ci < ncolls; ci++) {
+        enum coll_kind ck = colls[ci];
+        for (int si = 0; si < nsizes; si++) {
+            size_t bytes = sizes[si], n = bytes / sizeof(float);
+            int cnt = (int)n;
+            float *pristine = xmalloc(bytes);
+            float *src = NULL, *dst = NULL;
+            gen_data(dk, seed, g_rank, 0, n, pristine);
+            if (ck == C_ALLREDUCE) {
+                dst = xmalloc(bytes);
+                if (!inplace) src = xmalloc(bytes);
+                memset(dst, 0, bytes);
+            } else if (ck == C_ALLGATHER) {
+                dst = xmalloc(bytes * (size_t)g_size);
+                if (!inplace) src = xmalloc(bytes);
+                memset(dst, 0, bytes * (size_t)g_size);
+            } else {
+                dst = xmalloc(bytes);
+            }
+
+            for (int it = 0; it < warmup + iters; it++) {
+                /* restore the input (not timed) */
+                switch (ck) {
+                case C_ALLREDUCE:
+                    memcpy(inplace ? dst : src, pristine, bytes);
+                    break;
+                case C_ALLGATHER:
+                    memcpy(inplace ? dst + (size_t)g_rank * n : src, pristine, bytes);
+                    break;
+                case C_BCAST: /* root: the data; others: their own data, to be overwritten */
+                    memcpy(dst, pristine, bytes);
+                    break;
+                default: break;
+                }
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                switch (ck) {
+                case C_ALLREDUCE:
+                    MPI_Allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                    break;
+                case C_ALLGATHER:
+                    if (inplace)
+                        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
+                    else
+                        MPI_Allgather(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
+                    break;
+                case C_BCAST:
+                    MPI_Bcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD);
+                    break;
+                default: break;
+                }
+                double t = MPI_Wtime() - t0;
+                if (it >= warmup) times[it - warmup] = t;
+            }
+            MPI_Reduce(times, tmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+            char err_s[64] = "na", ident_s[8] = "na";
+            if (check) {
+                size_t rbytes = ck == C_ALLGATHER ? bytes * (size_t)g_size : bytes;
+                uint64_t h = hash_bytes(dst, rbytes), hmax = 0, hmin = 0;
+                MPI_Allreduce(&h, &hmax, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+                MPI_Allreduce(&h, &hmin, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+                double e2, r2, rel, relmax = 0;
+                check_error(ck, dk, seed, root, n, dst, &e2, &r2);
+                rel = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
+                if (rel != rel) rel = INFINITY; /* NaN in result: report inf (MAX would drop NaN) */
+                MPI_Reduce(&rel, &relmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+                snprintf(err_s, sizeof err_s, "%.3e", relmax);
+                snprintf(ident_s, sizeof ident_s, "%d", hmax == hmin);
+            }
+            if (g_rank == 0) {
+                qsort(tmax, iters, sizeof(double), cmp_double);
+                double med = iters % 2 ? tmax[iters / 2] : 0.5 * (tmax[iters / 2 - 1] + tmax[iters / 2]);
+                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.6f t_med_s=%.6f t_max_s=%.6f rel_err=%s identical=%s\n",
+                       coll_names[ck], bytes, g_size, iters, tmax[0], med, tmax[iters - 1], err_s, ident_s);
+                fflush(stdout);
+            }
+            free(pristine);
+            free(src);
+            free(dst);
+        }
+    }
+    free(times);
+    free(tmax);
+    if (g_rank == 0) {
+        printf("# coll_bench: done\n");
+        fflush(stdout);
+    }
+    /* Enter MPI_Finalize together: MPICH 4.0.2 ch4:ucx over UCX TCP can hang in
+     * MPI_Finalize when one rank gets there long before another (its endpoint
+     * close completes, it stops progressing, and the late rank's flush-close
+     * then never completes). */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,6 @@
+# Benchmarks (built by make, run by hand or by bench/run_*.sh; never part of make check)
+noinst_PROGRAMS += bench/codec_bench bench/coll_bench
+bench_codec_bench_SOURCES = bench/codec_bench.cc
+bench_codec_bench_LDADD = libcompmpi_core.la
+bench_coll_bench_SOURCES = bench/coll_bench.c
+bench_coll_bench_LDADD = -lm

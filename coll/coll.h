@@ -1,0 +1,59 @@
+/* Compressed collective algorithms. They move self-describing blobs (kernels/codec.h) with
+ * PMPI calls and know nothing of which codec they carry. Each returns:
+ *   Status::ok         the output buffer holds the result, bit-identical on every rank;
+ *   Status::nonfinite  some rank's data held NaN/Inf: every rank knows it (the flag travels
+ *                      in the blobs), nothing was written to the output, and the caller
+ *                      runs the exact PMPI call instead;
+ *   Status::corrupt    some rank hit a local error or a blob failed validation: as with
+ *                      nonfinite, every rank knows, `out` is untouched, caller falls back;
+ *   Status::mpi_error  a PMPI call failed (ctx.mpi_err holds its code);
+ *   Status::no_memory  workspace allocation failed before any communication.
+ * An algorithm never returns between two of its exchanges except on an MPI error.      */
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "codec.h"
+#include "state.h"
+#include "stats.h"
+
+namespace compmpi {
+
+struct CollCtx {
+    MPI_Comm comm;
+    CommState *st;
+    int rank, size;
+    const CodecOps *codec;
+    CodecParams params;
+    CollStats *stats;
+    int mpi_err = MPI_SUCCESS;
+};
+
+Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);
+Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root);
+Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n);
+
+/* ---- helpers shared by the algorithms (coll/coll_util.cc) ---- */
+
+/* Elements [lo, lo+len) of chunk j when n elements are split over p ranks; chunks are
+ * multiples of 16 elements (64 bytes) except the last. */
+void chunk_range(size_t n, int p, int j, size_t *lo, size_t *len);
+
+/* Byte collectives with counts beyond INT_MAX handled (MPI-4 _c calls). */
+Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride);
+Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride);
+Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root);
+
+/* Encode in[0..n) into a blob at out (capacity cap). Never fails: on NaN/Inf the blob is
+ * flagged BLOB_NONFINITE, on any other error BLOB_ABANDON (logged), so the algorithm still
+ * takes part in every exchange and all ranks learn the outcome together. Returns the flag. */
+uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap);
+void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out);
+/* Turn the union of flags seen by every rank into the collective's Status. */
+Status coll_flag_status(uint8_t flags);
+
+/* Distinct RNG stream per (rank, call, phase, chunk) for stochastic codecs. */
+uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk);
+
+}  // namespace compmpi

@@ -1,0 +1,91 @@
+#include <climits>
+
+#include "coll.h"
+#include "log.h"
+
+namespace compmpi {
+
+void chunk_range(size_t n, int p, int j, size_t *lo, size_t *len) {
+    size_t base = (n + static_cast<size_t>(p) - 1) / static_cast<size_t>(p);
+    base = (base + 15) / 16 * 16;
+    size_t a = std::min(n, base * static_cast<size_t>(j));
+    size_t b = std::min(n, a + base);
+    *lo = a;
+    *len = b - a;
+}
+
+namespace {
+Status check(CollCtx &c, int rc) {
+    if (rc == MPI_SUCCESS) return Status::ok;
+    c.mpi_err = rc;
+    return Status::mpi_error;
+}
+}  // namespace
+
+Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride) {
+    ScopedTimer t(c.stats->ns_comm);
+    if (stride <= INT_MAX)
+        return check(c, PMPI_Alltoall(send, static_cast<int>(stride), MPI_BYTE, recv, static_cast<int>(stride),
+                                      MPI_BYTE, c.comm));
+#ifdef HAVE_MPI_LARGE_COUNT
+    return check(c, PMPI_Alltoall_c(send, static_cast<MPI_Count>(stride), MPI_BYTE, recv,
+                                    static_cast<MPI_Count>(stride), MPI_BYTE, c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
+Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride) {
+    ScopedTimer t(c.stats->ns_comm);
+    if (stride <= INT_MAX)
+        return check(c, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<int>(stride), MPI_BYTE,
+                                       c.comm));
+#ifdef HAVE_MPI_LARGE_COUNT
+    return check(c, PMPI_Allgather_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<MPI_Count>(stride),
+                                     MPI_BYTE, c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
+Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
+    ScopedTimer t(c.stats->ns_comm);
+    if (bytes <= INT_MAX) return check(c, PMPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c.comm));
+#ifdef HAVE_MPI_LARGE_COUNT
+    return check(c, PMPI_Bcast_c(buf, static_cast<MPI_Count>(bytes), MPI_BYTE, root, c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
+uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap) {
+    size_t len;
+    Status s = blob_encode(*c.codec, p, in, n, out, cap, &len);
+    if (s == Status::ok) return 0;
+    if (s == Status::nonfinite) return BLOB_NONFINITE;
+    log_error("%s encode of %zu floats failed (%s); this call falls back to the exact MPI collective",
+              c.codec->name, n, status_str(s));
+    coll_write_flag(c, p, n, BLOB_ABANDON, out);
+    return BLOB_ABANDON;
+}
+
+void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out) {
+    blob_write_header(out, BlobInfo{c.codec->id, flag, p.bits, p.variant, p.param, n, 0});
+}
+
+Status coll_flag_status(uint8_t flags) {
+    if (flags & BLOB_ABANDON) return Status::corrupt;
+    if (flags & BLOB_NONFINITE) return Status::nonfinite;
+    return Status::ok;
+}
+
+uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk) {
+    uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) ^ (call * 0x9E3779B97F4A7C15ull) ^
+                 (static_cast<uint64_t>(phase) << 60) ^ (static_cast<uint64_t>(static_cast<uint32_t>(chunk)) << 16);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+}  // namespace compmpi

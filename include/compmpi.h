@@ -1,0 +1,75 @@
+/*
+ * libcompmpi -- transparent compression of MPI collectives.
+ *
+ * Linking -lcompmpi (or LD_PRELOAD=libcompmpi.so) replaces MPI_Allreduce, MPI_Allgather and
+ * MPI_Bcast (and their MPI-4 _c forms) through the PMPI profiling interface. Eligible calls
+ * (MPI_FLOAT, MPI_SUM for allreduce, intracommunicator, buffer >= min_bytes) are compressed;
+ * every other call goes to MPI unchanged. This header is the small explicit API; it is only
+ * needed to change settings per communicator from code (MPI_Info hints named compmpi_<name>
+ * do the same without it).
+ *
+ * Settings have three sources, later ones winning, per communicator:
+ *   built-in default < COMPMPI_<NAME> environment variable < compmpi_comm_set() < MPI_Info hint
+ * The settings, their defaults and allowed values are listed in docs/configuration.md.
+ *
+ * All functions return MPI_SUCCESS or an MPI error class and print a message naming the
+ * problem to stderr. They do not call the communicator's error handler.
+ */
+#ifndef COMPMPI_H
+#define COMPMPI_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COMPMPI_VERSION_MAJOR 0
+#define COMPMPI_VERSION_MINOR 1
+#define COMPMPI_VERSION_PATCH 0
+
+/* Library version string, e.g. "0.1.0". */
+const char *compmpi_version(void);
+
+/*
+ * Set one setting on a communicator. Collective over comm: every rank must call it with the
+ * same key and value (ranks then check that they agree; if they do not, compression is
+ * switched off for comm and rank 0 warns).
+ *   comm   an intracommunicator
+ *   key    a setting name ("codec", "bits", ...); "compmpi_codec" is accepted too
+ *   value  its value as text ("bitpack", "16", ...); NULL removes the override
+ * Returns MPI_ERR_INFO_KEY for an unknown key, MPI_ERR_INFO_VALUE for a value outside the
+ * allowed ones (the message lists them), MPI_ERR_COMM for an invalid communicator. On error
+ * the communicator's settings are unchanged.
+ */
+int compmpi_comm_set(MPI_Comm comm, const char *key, const char *value);
+
+/*
+ * Read the effective value of one setting on comm (local).
+ *   value   buffer of len bytes that receives the NUL-terminated text
+ * Returns MPI_ERR_INFO_KEY for an unknown key, MPI_ERR_TRUNCATE if len is too small.
+ */
+int compmpi_comm_get(MPI_Comm comm, const char *key, char *value, int len);
+
+/*
+ * Forget the adaptive state of every buffer of comm (awp precision, and any per-buffer
+ * residuals of lossy codecs), e.g. after restoring a checkpoint. Collective over comm.
+ */
+int compmpi_comm_reset_state(MPI_Comm comm);
+
+/*
+ * Adaptive state of one buffer (as passed to MPI_Allreduce: recvbuf, count) on comm (local).
+ *   bits   out: bit width the next call will use, 0 if the buffer is not tracked
+ *   calls  out: compressed calls seen for this buffer
+ * Either output may be NULL.
+ */
+int compmpi_comm_query_buffer(MPI_Comm comm, const void *buf, MPI_Count count, int *bits, long long *calls);
+
+/* Print comm's effective settings to stderr from its rank 0. Collective over comm. */
+int compmpi_comm_print_config(MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COMPMPI_H */

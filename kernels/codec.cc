@@ -1,0 +1,155 @@
+#include "codec.h"
+
+#include <cstring>
+#include <string>
+
+#include "log.h"
+
+namespace compmpi {
+
+#define COMPMPI_CODEC(sym, id, name) extern const CodecOps codec_##sym##_ops;
+#include "codecs.def"
+#undef COMPMPI_CODEC
+
+namespace {
+
+const CodecOps *const kCodecs[] = {
+#define COMPMPI_CODEC(sym, id, name) &codec_##sym##_ops,
+#include "codecs.def"
+#undef COMPMPI_CODEC
+};
+
+void put32(uint8_t *p, uint32_t v) { std::memcpy(p, &v, 4); }
+void put64(uint8_t *p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint32_t get32(const uint8_t *p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+uint64_t get64(const uint8_t *p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the blob format is little-endian");
+
+}  // namespace
+
+const CodecOps *codec_by_id(int id) {
+    for (const CodecOps *c : kCodecs)
+        if (static_cast<int>(c->id) == id) return c;
+    return nullptr;
+}
+
+const CodecOps *codec_by_name(const char *name) {
+    for (const CodecOps *c : kCodecs)
+        if (std::strcmp(c->name, name) == 0) return c;
+    return nullptr;
+}
+
+const char *codec_names() {
+    static const std::string names = [] {
+        std::string s;
+        for (const CodecOps *c : kCodecs) {
+            if (!s.empty()) s += '|';
+            s += c->name;
+        }
+        return s;
+    }();
+    return names.c_str();
+}
+
+bool codec_bits_ok(const CodecOps &c, int bits) {
+    if (bits == 0) return true;
+    if (c.bits_step == 0) return false;
+    return bits >= c.bits_min && bits <= c.bits_max && (bits - c.bits_min) % c.bits_step == 0;
+}
+
+size_t blob_max_bytes(const CodecOps &c, size_t n, const CodecParams &p) {
+    return kBlobHeaderBytes + c.max_payload(n, p);
+}
+
+void blob_write_header(uint8_t *out, const BlobInfo &info) {
+    put32(out + 0, kBlobMagic);
+    out[4] = kBlobVersion;
+    out[5] = static_cast<uint8_t>(info.codec);
+    out[6] = info.flags;
+    out[7] = info.bits;
+    out[8] = info.variant;
+    out[9] = out[10] = out[11] = 0;
+    put32(out + 12, info.param);
+    put64(out + 16, info.count);
+    put64(out + 24, info.payload);
+}
+
+Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out,
+                   size_t cap, size_t *len) {
+    if (cap < kBlobHeaderBytes) return Status::invalid_arg;
+    BlobInfo info{c.id, 0, p.bits, p.variant, p.param, n, 0};
+    size_t plen = 0;
+    Status s = c.encode(in, n, p, out + kBlobHeaderBytes, cap - kBlobHeaderBytes, &plen);
+    if (s == Status::nonfinite) {
+        info.flags = BLOB_NONFINITE;
+        blob_write_header(out, info);
+        *len = kBlobHeaderBytes;
+        return s;
+    }
+    if (s != Status::ok) return s;
+    info.payload = plen;
+    blob_write_header(out, info);
+    *len = kBlobHeaderBytes + plen;
+    return Status::ok;
+}
+
+Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInfo *info) {
+    if (avail < kBlobHeaderBytes) return Status::corrupt;
+    if (get32(blob) != kBlobMagic || blob[4] != kBlobVersion) return Status::corrupt;
+    if (blob[9] | blob[10] | blob[11]) return Status::corrupt;
+    const CodecOps *c = codec_by_id(blob[5]);
+    if (!c) return Status::corrupt;
+    BlobInfo i;
+    i.codec = c->id;
+    i.flags = blob[6];
+    i.bits = blob[7];
+    i.variant = blob[8];
+    i.param = get32(blob + 12);
+    i.count = get64(blob + 16);
+    i.payload = get64(blob + 24);
+    if (i.flags & ~BLOB_FLAGS) return Status::corrupt;
+    if (i.count != expect_count) return Status::corrupt;
+    if (i.payload > avail - kBlobHeaderBytes) return Status::corrupt;
+    if (i.flags) {
+        if (i.payload != 0) return Status::corrupt;
+    } else {
+        CodecParams p;
+        p.bits = i.bits;
+        p.variant = i.variant;
+        p.param = i.param;
+        if (c->check(p) != Status::ok) return Status::corrupt;
+        size_t maxp = c->max_payload(i.count, p);
+        if (i.payload > maxp) return Status::corrupt;
+        if (!(c->flags & CODEC_SPARSE) && i.payload != maxp) return Status::corrupt;
+    }
+    *info = i;
+    return Status::ok;
+}
+
+Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, float *out, bool accumulate,
+                   SimdLevel simd, int threads) {
+    BlobInfo info;
+    CMPI_CHECK(blob_peek(blob, avail, expect_count, &info));
+    if (info.flags & BLOB_ABANDON) return Status::corrupt;
+    if (info.flags & BLOB_NONFINITE) return Status::nonfinite;
+    const CodecOps *c = codec_by_id(static_cast<int>(info.codec));
+    CodecParams p;
+    p.bits = info.bits;
+    p.variant = info.variant;
+    p.param = info.param;
+    p.simd = simd;
+    p.threads = threads;
+    const uint8_t *payload = blob + kBlobHeaderBytes;
+    return accumulate ? c->decode_add(payload, info.payload, info.count, p, out)
+                      : c->decode(payload, info.payload, info.count, p, out);
+}
+
+bool any_nonfinite(const float *x, size_t n) {
+    const uint32_t *u = reinterpret_cast<const uint32_t *>(x);
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad |= static_cast<uint32_t>((u[i] & 0x7F800000u) == 0x7F800000u);
+    return bad != 0;
+}
+
+}  // namespace compmpi

@@ -1,0 +1,127 @@
+/* The codec interface: one struct of operations for every codec, and the self-describing
+ * payload ("blob") format every encoded message carries. Codecs know nothing of MPI.
+ *
+ * Blob = 32-byte header + payload. Header, little-endian:
+ *
+ *   off size field
+ *   0   4    magic      'C','M','P','I'
+ *   4   1    version    kBlobVersion
+ *   5   1    codec      id from kernels/codecs.def
+ *   6   1    flags      BLOB_NONFINITE: the input held NaN/Inf; BLOB_ABANDON: the sender
+ *                       hit a local error. Either way the payload is empty and every
+ *                       rank falls back to the exact path for this call
+ *   7   1    bits       codec bit width (0 if none)
+ *   8   1    variant    codec variant (bitpack rounding, q8 type, ...)
+ *   9   3    reserved   zero
+ *   12  4    param      codec parameter (e.g. float bits of theta), 0 if none
+ *   16  8    count      number of fp32 elements encoded
+ *   24  8    payload    payload bytes that follow the header
+ *
+ * A decoder checks every field before it reads a payload byte: bad magic/version/codec,
+ * a count other than the one the receiver expects, a payload longer than the bytes
+ * received or different from what the codec says that count needs -> Status::corrupt.
+ */
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "simd.h"
+#include "status.h"
+
+namespace compmpi {
+
+enum class CodecId : uint8_t {
+#define COMPMPI_CODEC(sym, id, name) sym = id,
+#include "codecs.def"
+#undef COMPMPI_CODEC
+};
+
+inline constexpr uint32_t kBlobMagic = 0x49504D43u; /* "CMPI" */
+inline constexpr uint8_t kBlobVersion = 1;
+inline constexpr size_t kBlobHeaderBytes = 32;
+inline constexpr uint8_t BLOB_NONFINITE = 0x01;
+inline constexpr uint8_t BLOB_ABANDON = 0x02;
+inline constexpr uint8_t BLOB_FLAGS = BLOB_NONFINITE | BLOB_ABANDON;
+
+/* Everything a codec needs besides the data. bits/variant/param travel in the header;
+ * the rest is encode-side context only. */
+struct CodecParams {
+    uint8_t bits = 0;
+    uint8_t variant = 0;
+    uint32_t param = 0;
+    /* encode-side context, never on the wire */
+    double shared_scale = 0; /* agreed across ranks (MAX) for codecs with CODEC_SHARED_SCALE */
+    uint64_t seed = 0;       /* stochastic codecs: counter-based RNG key (seed, rank, call) */
+    uint64_t stream = 0;
+    SimdLevel simd = SimdLevel::scalar;
+    int threads = 1;
+};
+
+enum CodecFlags : uint32_t {
+    CODEC_LOSSLESS = 1u << 0,      /* decode(encode(x)) == x bit for bit */
+    CODEC_SPARSE = 1u << 1,        /* payload size depends on the data: allgather-based paths */
+    CODEC_SHARED_SCALE = 1u << 2,  /* has prepare(): ranks MAX-reduce a statistic before encode */
+    CODEC_STOCHASTIC = 1u << 3,    /* uses seed/stream */
+    CODEC_ADAPTIVE_BITS = 1u << 4, /* the awp policy may change bits */
+};
+
+struct CodecOps {
+    CodecId id;
+    const char *name;
+    const char *doc;
+    uint32_t flags;
+    /* bit widths the codec accepts: bits_min..bits_max in steps of bits_step; 0 = none */
+    uint8_t bits_default, bits_min, bits_max, bits_step;
+
+    /* Validate bits/variant/param as read from settings or a header. */
+    Status (*check)(const CodecParams &p);
+    /* Upper bound on the payload for n elements (exact for non-sparse codecs). */
+    size_t (*max_payload)(size_t n, const CodecParams &p);
+    /* Optional (CODEC_SHARED_SCALE): a statistic of the data that ranks MAX-reduce and hand
+     * back in p.shared_scale. Returns nonfinite if the data holds NaN/Inf. */
+    Status (*prepare)(const float *in, size_t n, const CodecParams &p, double *stat);
+    /* Encode n floats into out (capacity cap); *len = payload bytes written.
+     * Returns Status::nonfinite (output unspecified) if the input holds NaN or Inf. */
+    Status (*encode)(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap,
+                     size_t *len);
+    /* Decode a payload of len bytes into n floats; decode_add adds them to acc instead.
+     * Both validate len against the params and never read past it. */
+    Status (*decode)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out);
+    Status (*decode_add)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc);
+};
+
+/* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */
+const CodecOps *codec_by_id(int id);
+const CodecOps *codec_by_name(const char *name);
+/* "none|bitpack|..." for messages and docs. */
+const char *codec_names();
+/* Whether bits is acceptable for this codec (0 means the default). */
+bool codec_bits_ok(const CodecOps &c, int bits);
+
+struct BlobInfo {
+    CodecId codec;
+    uint8_t flags, bits, variant;
+    uint32_t param;
+    uint64_t count, payload;
+};
+
+/* Header + worst-case payload. */
+size_t blob_max_bytes(const CodecOps &c, size_t n, const CodecParams &p);
+/* Encode n floats into a blob; *len = header + payload. If the data holds NaN/Inf, writes a
+ * header flagged BLOB_NONFINITE with an empty payload and returns Status::nonfinite. */
+Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out,
+                   size_t cap, size_t *len);
+/* Parse and validate a header against the bytes available and the expected count. */
+Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInfo *info);
+/* Decode (or add into out when accumulate) a validated blob. A NONFINITE blob gives
+ * Status::nonfinite, an ABANDON blob Status::corrupt; neither writes out. */
+Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, float *out, bool accumulate,
+                   SimdLevel simd, int threads);
+/* Write a header alone (used for flagged blobs). */
+void blob_write_header(uint8_t *out, const BlobInfo &info);
+
+/* Helpers shared by codecs */
+/* true if any of n floats is NaN or Inf */
+bool any_nonfinite(const float *x, size_t n);
+
+}  // namespace compmpi

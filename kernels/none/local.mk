@@ -1,0 +1,1 @@
+libcompmpi_core_la_SOURCES += kernels/none/cpu/none.cc

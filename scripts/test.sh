@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: install dependencies, build, then
+# run the unit tests (CMocka), the fuzz target, the MPI tests (tests/mpi/testlist: 2, 3 and
+# 4 ranks, LD_PRELOAD and linked, some under valgrind) and the docs check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+cd "${BUILD_DIR:-_build}"
+rc=0
+make -j"$(nproc)" check >check.out 2>&1 || rc=$?
+# automake's harness keeps each test's output in its .log: show them all
+for log in tests/unit/*.log tests/fuzz/*.log tests/mpi/run_tests.sh.log tests/check_docs.sh.log; do
+    [ -f "$log" ] || continue
+    echo "==== ${log%.log}"
+    grep -vE "^(hwloc x86 backend|May be reenabled|and reloading them)" "$log" | tail -n 60
+done
+sed -n '/^=\+$/,/^=\+$/p' check.out | tail -n 12
+if [ $rc != 0 ]; then
+    echo "make check failed (exit $rc)"
+    exit $rc
+fi
+# one closing line for the whole suite
+pass=0 fail=0
+for trs in $(find tests -name '*.trs'); do
+    grep -q '^:test-result: PASS' "$trs" && pass=$((pass + 1)) || fail=$((fail + 1))
+done
+mpi=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' tests/mpi/run_tests.sh.log | tail -1)
+mpi_pass=${mpi%% passed*}
+echo "test programs: $pass passed, $fail failed (MPI runs inside: $mpi)"
+echo "$((pass - 1 + mpi_pass)) passed, $fail failed"

@@ -1,0 +1,112 @@
+/* The public C API of include/compmpi.h. */
+#include "compmpi.h"
+
+#include <cstring>
+#include <string>
+
+#include "log.h"
+#include "runtime.h"
+#include "state.h"
+
+#define COMPMPI_EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace compmpi;
+
+namespace {
+#define STR2(x) #x
+#define STR(x) STR2(x)
+constexpr const char kVersion[] = STR(COMPMPI_VERSION_MAJOR) "." STR(COMPMPI_VERSION_MINOR) "." STR(COMPMPI_VERSION_PATCH);
+
+CommState *comm_state(MPI_Comm comm, const char *fn) {
+    if (!runtime_active()) {
+        log_error("%s: call it between MPI_Init and MPI_Finalize", fn);
+        return nullptr;
+    }
+    if (comm == MPI_COMM_NULL) {
+        log_error("%s: MPI_COMM_NULL is not a communicator", fn);
+        return nullptr;
+    }
+    CommState *st = state_get(comm);
+    if (!st) log_error("%s: invalid communicator", fn);
+    return st;
+}
+}  // namespace
+
+COMPMPI_EXPORT const char *compmpi_version(void) { return kVersion; }
+
+COMPMPI_EXPORT int compmpi_comm_set(MPI_Comm comm, const char *key, const char *value) {
+    ReentryGuard guard;
+    CommState *st = comm_state(comm, "compmpi_comm_set");
+    if (!st) return MPI_ERR_COMM;
+    SettingId id;
+    if (!key || !setting_lookup(key, &id)) {
+        log_error("compmpi_comm_set: unknown setting '%s' (docs/configuration.md lists them)", key ? key : "(null)");
+        return MPI_ERR_INFO_KEY;
+    }
+    std::string err;
+    Status s;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        SettingLayer attr = st->attr_layer;
+        const int i = static_cast<int>(id);
+        if (value) {
+            s = setting_parse(id, value, &attr.values, &err);
+            attr.set[i] = true;
+        } else {
+            attr.set[i] = false;
+            s = Status::ok;
+        }
+        if (s == Status::ok) s = state_resolve(st, attr, st->hint_layer, &err);
+    }
+    if (s != Status::ok) {
+        log_error("compmpi_comm_set: %s", err.c_str());
+        return MPI_ERR_INFO_VALUE;
+    }
+    return state_agree(comm, st, "compmpi_comm_set") == Status::mpi_error ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
+COMPMPI_EXPORT int compmpi_comm_get(MPI_Comm comm, const char *key, char *value, int len) {
+    CommState *st = comm_state(comm, "compmpi_comm_get");
+    if (!st) return MPI_ERR_COMM;
+    SettingId id;
+    if (!key || !setting_lookup(key, &id)) {
+        log_error("compmpi_comm_get: unknown setting '%s'", key ? key : "(null)");
+        return MPI_ERR_INFO_KEY;
+    }
+    std::string v;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        v = setting_format(id, st->settings);
+    }
+    if (!value || len < 1 || static_cast<size_t>(len) <= v.size()) return MPI_ERR_TRUNCATE;
+    std::memcpy(value, v.c_str(), v.size() + 1);
+    return MPI_SUCCESS;
+}
+
+COMPMPI_EXPORT int compmpi_comm_reset_state(MPI_Comm comm) {
+    ReentryGuard guard;
+    CommState *st = comm_state(comm, "compmpi_comm_reset_state");
+    if (!st) return MPI_ERR_COMM;
+    std::lock_guard<std::mutex> lk(st->mu);
+    st->awp.clear();
+    return MPI_SUCCESS;
+}
+
+COMPMPI_EXPORT int compmpi_comm_query_buffer(MPI_Comm comm, const void *buf, MPI_Count count, int *bits,
+                                             long long *calls) {
+    CommState *st = comm_state(comm, "compmpi_comm_query_buffer");
+    if (!st) return MPI_ERR_COMM;
+    std::lock_guard<std::mutex> lk(st->mu);
+    auto it = st->awp.find(BufferKey{reinterpret_cast<uintptr_t>(buf), static_cast<uint64_t>(count)});
+    if (bits) *bits = it == st->awp.end() ? 0 : it->second.bits;
+    if (calls) *calls = it == st->awp.end() ? 0 : static_cast<long long>(it->second.calls);
+    return MPI_SUCCESS;
+}
+
+COMPMPI_EXPORT int compmpi_comm_print_config(MPI_Comm comm) {
+    CommState *st = comm_state(comm, "compmpi_comm_print_config");
+    if (!st) return MPI_ERR_COMM;
+    std::lock_guard<std::mutex> lk(st->mu);
+    if (st->rank == 0) settings_print(stderr, st->settings, "communicator");
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,249 @@
+/* The MPI boundary. Every wrapper is extern "C", packs its arguments into one CollArgs and
+ * funnels through dispatch(); no exception crosses this file. The fallback is always the
+ * exact PMPI call with the caller's own arguments. */
+#include <mpi.h>
+
+#include <climits>
+#include <exception>
+#include <string>
+
+#include "coll.h"
+#include "eligibility.h"
+#include "log.h"
+#include "policy.h"
+#include "runtime.h"
+#include "state.h"
+#include "stats.h"
+
+#define COMPMPI_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace compmpi {
+namespace {
+
+int passthrough(const CollArgs &a) {
+#ifdef HAVE_MPI_LARGE_COUNT
+    if (a.large_count) {
+        switch (a.kind) {
+            case Coll::allreduce: return PMPI_Allreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
+            case Coll::allgather:
+                return PMPI_Allgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
+            case Coll::bcast: return PMPI_Bcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm);
+            default: break;
+        }
+    }
+#endif
+    switch (a.kind) {
+        case Coll::allreduce:
+            return PMPI_Allreduce(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
+        case Coll::allgather:
+            return PMPI_Allgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
+                                  static_cast<int>(a.recvcount), a.recvtype, a.comm);
+        case Coll::bcast: return PMPI_Bcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm);
+        default: return MPI_ERR_INTERN;
+    }
+}
+
+/* The compressed path; the caller holds st.mu. */
+int run_compressed(const CollArgs &a, CommState &st) {
+    CollStats &cs = stats(a.kind);
+    const size_t n = static_cast<size_t>(coll_elements(a));
+    float *out = static_cast<float *>(a.recvbuf);
+    const size_t result_n = a.kind == Coll::allgather ? n * static_cast<size_t>(st.size) : n;
+
+    Plan plan;
+    if (policy_plan(st, a.kind, a.recvbuf, result_n, &plan) != Status::ok) {
+        /* settings were validated when set; reaching here is a bug, but stay exact */
+        log_error("no valid plan for %s of %zu floats; passing through", coll_name(a.kind), n);
+        cs.fallback_error++;
+        return passthrough(a);
+    }
+    plan.params.simd = simd_active();
+    plan.params.threads = kernel_threads();
+    CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs};
+
+    Status s;
+    switch (a.kind) {
+        case Coll::allreduce: {
+            const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
+            s = coll_allreduce_twophase(c, in, out, n);
+            break;
+        }
+        case Coll::allgather: {
+            const float *in = a.sendbuf == MPI_IN_PLACE ? out + n * static_cast<size_t>(st.rank)
+                                                        : static_cast<const float *>(a.sendbuf);
+            s = coll_allgather_encoded(c, in, out, n);
+            break;
+        }
+        case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root); break;
+        default: s = Status::unsupported;
+    }
+    ++st.calls;
+
+    switch (s) {
+        case Status::ok:
+            cs.compressed++;
+            cs.bytes_in += n * sizeof(float);
+            policy_observe(st, plan, out, result_n);
+            return MPI_SUCCESS;
+        case Status::nonfinite:
+            cs.fallback_nonfinite++;
+            return passthrough(a);
+        case Status::corrupt:
+            cs.fallback_error++;
+            return passthrough(a);
+        case Status::mpi_error:
+            return raise_error(a.comm, c.mpi_err);
+        default:
+            /* Failed locally before any exchange (e.g. out of memory): the peers are already
+             * inside the compressed algorithm, so continuing alone would hang the job. */
+            log_error("%s of %zu floats: %s before the exchange; aborting rather than hanging the job "
+                      "(lower the buffer size or set COMPMPI_CODEC=none)", coll_name(a.kind), n, status_str(s));
+            PMPI_Abort(a.comm, 1);
+            return MPI_ERR_INTERN;
+    }
+}
+
+int dispatch(const CollArgs &a) noexcept {
+    try {
+        CollStats &cs = stats(a.kind);
+        int reason = -1;
+        if (!runtime_active()) reason = eligibility_reason("not_initialized");
+        else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
+        else reason = eligibility_precheck(a);
+        if (reason < 0) {
+            CommState *st = state_get(a.comm);
+            if (!st) {
+                reason = eligibility_reason("no_state");
+            } else {
+                std::lock_guard<std::mutex> lk(st->mu);
+                reason = eligibility_check(a, *st);
+                if (reason < 0) {
+                    ReentryGuard guard;
+                    return run_compressed(a, *st);
+                }
+            }
+        }
+        cs.passthrough++;
+        cs.reason[reason]++;
+        return passthrough(a);
+    } catch (const std::exception &e) {
+        log_error("internal error in %s: %s", coll_name(a.kind), e.what());
+    } catch (...) {
+        log_error("internal error in %s", coll_name(a.kind));
+    }
+    return raise_error(a.comm, MPI_ERR_INTERN);
+}
+
+CollArgs args_allreduce(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, bool large) {
+    return CollArgs{Coll::allreduce, s, r, n, 0, t, MPI_DATATYPE_NULL, op, 0, comm, large};
+}
+CollArgs args_allgather(const void *s, MPI_Count sn, MPI_Datatype st, void *r, MPI_Count rn, MPI_Datatype rt,
+                        MPI_Comm comm, bool large) {
+    return CollArgs{Coll::allgather, s, r, sn, rn, st, rt, MPI_OP_NULL, 0, comm, large};
+}
+CollArgs args_bcast(void *b, MPI_Count n, MPI_Datatype t, int root, MPI_Comm comm, bool large) {
+    return CollArgs{Coll::bcast, nullptr, b, n, 0, t, MPI_DATATYPE_NULL, MPI_OP_NULL, root, comm, large};
+}
+
+/* Hints: validate ours before MPI sees the call; MPICH drops keys it does not know, so
+ * they are captured here. */
+int apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
+    CommState *st = state_get(comm);
+    if (!st) return MPI_SUCCESS;
+    std::string err;
+    std::lock_guard<std::mutex> lk(st->mu);
+    SettingLayer hints = replace ? SettingLayer{} : st->hint_layer;
+    Status s = state_parse_info(info, &hints, &err);
+    if (s == Status::ok) s = state_resolve(st, st->attr_layer, hints, &err);
+    if (s == Status::ok) return MPI_SUCCESS;
+    log_error("%s: %s", what, err.empty() ? status_str(s) : err.c_str());
+    return s == Status::mpi_error ? MPI_ERR_INFO : MPI_ERR_INFO_VALUE;
+}
+
+}  // namespace
+}  // namespace compmpi
+
+using namespace compmpi;
+
+COMPMPI_EXPORT int MPI_Init(int *argc, char ***argv) {
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) runtime_init();
+    return rc;
+}
+
+COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) runtime_init();
+    return rc;
+}
+
+COMPMPI_EXPORT int MPI_Finalize(void) {
+    runtime_finalize();
+    return PMPI_Finalize();
+}
+
+COMPMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                 MPI_Comm comm) {
+    return dispatch(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false));
+}
+
+COMPMPI_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return dispatch(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false));
+}
+
+COMPMPI_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    return dispatch(args_bcast(buffer, count, datatype, root, comm, false));
+}
+
+#ifdef HAVE_MPI_LARGE_COUNT
+COMPMPI_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                   MPI_Op op, MPI_Comm comm) {
+    return dispatch(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true));
+}
+
+COMPMPI_EXPORT int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                   MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return dispatch(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true));
+}
+
+COMPMPI_EXPORT int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    return dispatch(args_bcast(buffer, count, datatype, root, comm, true));
+}
+#endif
+
+COMPMPI_EXPORT int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+    if (!runtime_active()) return PMPI_Comm_set_info(comm, info);
+    ReentryGuard guard;
+    int rc = apply_hints(comm, info, false, "MPI_Comm_set_info");
+    if (rc != MPI_SUCCESS) return raise_error(comm, rc);
+    rc = PMPI_Comm_set_info(comm, info);
+    if (rc != MPI_SUCCESS) return rc;
+    if (CommState *st = state_get(comm)) state_agree(comm, st, "MPI_Comm_set_info");
+    return MPI_SUCCESS;
+}
+
+COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+    if (!runtime_active()) return PMPI_Comm_dup_with_info(comm, info, newcomm);
+    ReentryGuard guard;
+    /* validate first, so a bad hint fails the call before a communicator exists */
+    {
+        SettingLayer probe;
+        std::string err;
+        Status s = state_parse_info(info, &probe, &err);
+        if (s != Status::ok) {
+            log_error("MPI_Comm_dup_with_info: %s", err.c_str());
+            return raise_error(comm, MPI_ERR_INFO_VALUE);
+        }
+    }
+    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+    if (rc != MPI_SUCCESS) return rc;
+    /* MPI-4: the new communicator's hints are those of info, not the parent's */
+    rc = apply_hints(*newcomm, info, true, "MPI_Comm_dup_with_info");
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_free(newcomm);
+        return raise_error(comm, rc);
+    }
+    if (CommState *st = state_get(*newcomm)) state_agree(*newcomm, st, "MPI_Comm_dup_with_info");
+    return MPI_SUCCESS;
+}

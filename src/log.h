@@ -1,0 +1,15 @@
+/* Diagnostics. The first function that sees an error logs it, with what was wrong and what
+ * to do; callers above it only propagate the Status. */
+#pragma once
+#include <cstdarg>
+
+namespace compmpi {
+
+[[gnu::format(printf, 1, 2)]] void log_error(const char *fmt, ...);
+[[gnu::format(printf, 1, 2)]] void log_warn(const char *fmt, ...);
+[[gnu::format(printf, 1, 2)]] void log_info(const char *fmt, ...);
+
+/* The rank in MPI_COMM_WORLD, or -1 before MPI_Init; used to prefix messages. */
+void log_set_rank(int rank);
+
+}  // namespace compmpi

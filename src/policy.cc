@@ -1,0 +1,97 @@
+#include "policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace compmpi {
+
+namespace {
+constexpr size_t kAwpMaxBuffers = 4096; /* per communicator; beyond it the table restarts */
+constexpr size_t kNormBlock = 1 << 14;
+}  // namespace
+
+Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p) {
+    p->bits = static_cast<uint8_t>(s.bits ? s.bits : c.bits_default);
+    p->variant = 0;
+    p->param = 0;
+    switch (c.id) {
+        case CodecId::bitpack:
+            p->variant = s.rounding == rounding_kind::nearest ? 1 : 0;
+            break;
+        case CodecId::none:
+            p->bits = 0;
+            break;
+        default:
+            break;
+    }
+    return c.check(*p);
+}
+
+double l2_norm_det(const float *x, size_t n, int threads) {
+    const size_t nb = (n + kNormBlock - 1) / kNormBlock;
+    std::vector<double> part(nb);
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= (1u << 18) && threads > 1)
+    for (size_t b = 0; b < nb; ++b) {
+        const size_t lo = b * kNormBlock, hi = std::min(n, lo + kNormBlock);
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t i = lo;
+        for (; i + 8 <= hi; i += 8)
+            for (int j = 0; j < 8; ++j) acc[j] += static_cast<double>(x[i + j]) * x[i + j];
+        for (; i < hi; ++i) acc[0] += static_cast<double>(x[i]) * x[i];
+        part[b] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    }
+    double s = 0;
+    for (double v : part) s += v;
+    return std::sqrt(s);
+}
+
+void awp_update(AwpState *a, double norm, double threshold, int interval, int step, int max_bits) {
+    ++a->calls;
+    if (a->have_norm && std::isfinite(norm)) {
+        double prev = a->last_norm;
+        double delta = prev > 0 ? std::fabs(norm - prev) / prev : (norm == 0 ? 0.0 : HUGE_VAL);
+        if (delta < threshold) {
+            if (++a->stalls >= interval && a->bits < max_bits) {
+                a->bits = std::min(max_bits, a->bits + step);
+                a->stalls = 0;
+                ++a->raises;
+                /* the norm at the new width is not comparable with the old one */
+                a->have_norm = false;
+                return;
+            }
+        } else {
+            a->stalls = 0;
+        }
+    }
+    a->last_norm = norm;
+    a->have_norm = std::isfinite(norm);
+}
+
+Status policy_plan(CommState &st, Coll, const void *key_addr, size_t count, Plan *plan) {
+    const Settings &s = st.settings;
+    plan->codec = codec_by_id(s.codec);
+    if (!plan->codec) return Status::invalid_arg;
+    CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params));
+    plan->awp = nullptr;
+    if (s.policy == policy_kind::awp && (plan->codec->flags & CODEC_ADAPTIVE_BITS)) {
+        if (st.awp.size() >= kAwpMaxBuffers) st.awp.clear();
+        BufferKey key{reinterpret_cast<uintptr_t>(key_addr), count};
+        auto [it, fresh] = st.awp.try_emplace(key);
+        if (fresh) it->second.bits = static_cast<int>(std::clamp<int64_t>(s.awp_start_bits, plan->codec->bits_min,
+                                                                          plan->codec->bits_max));
+        plan->awp = &it->second;
+        plan->params.bits = static_cast<uint8_t>(it->second.bits);
+    }
+    return plan->codec->check(plan->params);
+}
+
+void policy_observe(CommState &st, const Plan &plan, const float *result, size_t n) {
+    if (!plan.awp) return;
+    const Settings &s = st.settings;
+    double norm = l2_norm_det(result, n, plan.params.threads);
+    awp_update(plan.awp, norm, s.awp_threshold, static_cast<int>(s.awp_interval), static_cast<int>(s.awp_step),
+               plan.codec->bits_max);
+}
+
+}  // namespace compmpi

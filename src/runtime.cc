@@ -1,0 +1,99 @@
+#include "runtime.h"
+
+#include <hwloc.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <cstdio>
+#include <string>
+
+#include "log.h"
+#include "simd.h"
+#include "state.h"
+#include "stats.h"
+
+namespace compmpi {
+
+namespace {
+std::atomic<bool> g_active{false};
+thread_local int t_depth = 0;
+
+/* Cores this rank may use for codec kernels: its binding if it is bound to part of the
+ * machine, else the node's cores divided among the ranks sharing the node. */
+int auto_threads() {
+    int local = 1;
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &local);
+        PMPI_Comm_free(&node);
+    }
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0) return 1;
+    int threads = 1;
+    if (hwloc_topology_load(topo) == 0) {
+        int total = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        int mine = total;
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+            mine = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
+        hwloc_bitmap_free(set);
+        if (total < 1) total = 1;
+        threads = (mine > 0 && mine < total) ? mine : total / local;
+    }
+    hwloc_topology_destroy(topo);
+    return threads < 1 ? 1 : threads;
+}
+}  // namespace
+
+ReentryGuard::ReentryGuard() { ++t_depth; }
+ReentryGuard::~ReentryGuard() { --t_depth; }
+bool ReentryGuard::active() { return t_depth > 0; }
+
+bool runtime_active() { return g_active.load(std::memory_order_acquire); }
+
+int raise_error(MPI_Comm comm, int code) {
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+void runtime_init() {
+    ReentryGuard guard;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    log_set_rank(rank);
+    std::string err;
+    if (state_global_init(&err) != Status::ok) {
+        log_error("%s. libcompmpi stops the job at MPI_Init on an invalid configuration: fix or unset the variable.",
+                  err.c_str());
+        /* give the launcher a moment to forward the message before the abort tears the job down */
+        std::fflush(stderr);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const Settings &s = global_settings();
+    if (s.simd != simd_kind::auto_)
+        simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
+                   : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
+    kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads());
+    if (state_keyval_create() != Status::ok) {
+        log_error("could not create the communicator attribute; libcompmpi passes every call through");
+        return;
+    }
+    CommState *world = state_get(MPI_COMM_WORLD);
+    if (world && state_agree(MPI_COMM_WORLD, world, "MPI_Init") == Status::mismatch) state_set_env_mismatch();
+    if (s.print_config && rank == 0) {
+        settings_print(stderr, s, "process, from defaults and COMPMPI_* variables");
+        std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
+    }
+    g_active.store(true, std::memory_order_release);
+}
+
+void runtime_finalize() {
+    if (!g_active.exchange(false)) return;
+    ReentryGuard guard;
+    if (global_settings().stats) stats_report(MPI_COMM_WORLD);
+    state_keyval_free();
+}
+
+}  // namespace compmpi

@@ -1,0 +1,176 @@
+#include "state.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "log.h"
+
+namespace compmpi {
+
+namespace {
+int g_keyval = MPI_KEYVAL_INVALID;
+Settings g_settings{};
+SettingLayer g_env;
+std::mutex g_create_mu;
+bool g_env_mismatch = false; /* serialises first-use creation of a communicator's state */
+
+int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
+    const CommState *old = static_cast<const CommState *>(in);
+    CommState *n = new (std::nothrow) CommState;
+    if (!n) return MPI_ERR_NO_MEM;
+    {
+        std::lock_guard<std::mutex> lk(const_cast<CommState *>(old)->mu);
+        n->rank = old->rank;
+        n->size = old->size;
+        n->inter = old->inter;
+        n->attr_layer = old->attr_layer;
+        n->hint_layer = old->hint_layer;
+        n->settings = old->settings;
+        n->mismatch = old->mismatch;
+    }
+    *static_cast<void **>(out) = n;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+int delete_cb(MPI_Comm, int, void *attr, void *) {
+    delete static_cast<CommState *>(attr);
+    return MPI_SUCCESS;
+}
+}  // namespace
+
+void Buffer::Free::operator()(uint8_t *p) const { std::free(p); }
+
+uint8_t *Buffer::get(size_t bytes) {
+    if (bytes <= cap_ && p_) return p_.get();
+    size_t want = bytes + bytes / 8 + 64;
+    want = (want + 63) / 64 * 64;
+    void *m = std::aligned_alloc(64, want);
+    if (!m) return nullptr;
+    p_.reset(static_cast<uint8_t *>(m));
+    cap_ = want;
+    return p_.get();
+}
+
+void state_set_env_mismatch() { g_env_mismatch = true; }
+
+const Settings &global_settings() { return g_settings; }
+const SettingLayer &env_layer() { return g_env; }
+
+Status state_global_init(std::string *err) {
+    SettingLayer env;
+    CMPI_CHECK(settings_read_env(&env, err));
+    Settings s = settings_defaults();
+    env.apply_to(&s);
+    CMPI_CHECK(settings_validate(s, err));
+    g_env = env;
+    g_settings = s;
+    return Status::ok;
+}
+
+Status state_keyval_create() {
+    if (g_keyval != MPI_KEYVAL_INVALID) return Status::ok;
+    return PMPI_Comm_create_keyval(copy_cb, delete_cb, &g_keyval, nullptr) == MPI_SUCCESS ? Status::ok
+                                                                                         : Status::mpi_error;
+}
+
+void state_keyval_free() {
+    if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
+    g_keyval = MPI_KEYVAL_INVALID;
+}
+
+CommState *state_get(MPI_Comm comm) {
+    if (g_keyval == MPI_KEYVAL_INVALID) return nullptr;
+    void *v = nullptr;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) != MPI_SUCCESS) return nullptr;
+    if (flag) return static_cast<CommState *>(v);
+    std::lock_guard<std::mutex> lk(g_create_mu);
+    if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) != MPI_SUCCESS) return nullptr;
+    if (flag) return static_cast<CommState *>(v);
+    auto st = std::make_unique<CommState>();
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    st->inter = inter != 0;
+    PMPI_Comm_rank(comm, &st->rank);
+    PMPI_Comm_size(comm, &st->size);
+    st->settings = g_settings;
+    st->mismatch = g_env_mismatch;
+    if (PMPI_Comm_set_attr(comm, g_keyval, st.get()) != MPI_SUCCESS) return nullptr;
+    return st.release();
+}
+
+Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer &hints, std::string *err) {
+    Settings s = settings_defaults();
+    g_env.apply_to(&s);
+    attr.apply_to(&s);
+    hints.apply_to(&s);
+    /* process-scope settings are not per communicator */
+    for (int i = 0; i < kNumSettings; ++i)
+        if (kSettings[i].scope == SettingScope::GLOBAL && (attr.set[i] || hints.set[i])) {
+            if (err) *err = std::string("setting '") + kSettings[i].name + "' applies to the whole process: set it with COMPMPI_" + kSettings[i].name + " in the environment";
+            return Status::invalid_arg;
+        }
+    CMPI_CHECK(settings_validate(s, err));
+    st->attr_layer = attr;
+    st->hint_layer = hints;
+    st->settings = s;
+    return Status::ok;
+}
+
+Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
+    uint64_t h;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        h = settings_comm_hash(st->settings);
+    }
+    uint64_t v[2] = {h, ~h}, r[2];
+    if (PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS) return Status::mpi_error;
+    bool same = r[0] == h && r[1] == ~h;
+    std::lock_guard<std::mutex> lk(st->mu);
+    st->mismatch = !same;
+    if (!same) {
+        if (st->rank == 0)
+            log_warn("%s: libcompmpi settings differ across the ranks of a communicator; compression is off "
+                     "for it (every call passes through to MPI exactly). Give every rank the same COMPMPI_* "
+                     "variables and hints (COMPMPI_PRINT_CONFIG=1 shows them).", what);
+        return Status::mismatch;
+    }
+    return Status::ok;
+}
+
+Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err) {
+    if (info == MPI_INFO_NULL) return Status::ok;
+    int nkeys = 0;
+    if (PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS) return Status::mpi_error;
+    for (int i = 0; i < nkeys; ++i) {
+        char key[MPI_MAX_INFO_KEY + 1];
+        if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS) return Status::mpi_error;
+        if (strncasecmp(key, "compmpi_", 8) != 0) continue;
+        SettingId id;
+        if (!setting_lookup(key, &id)) {
+            if (err) {
+                *err = std::string("unknown hint '") + key + "'; known: ";
+                bool first = true;
+                for (int k = 0; k < kNumSettings; ++k)
+                    if (kSettings[k].scope == SettingScope::COMM) {
+                        *err += (first ? "compmpi_" : ", compmpi_") + std::string(kSettings[k].name);
+                        first = false;
+                    }
+            }
+            return Status::invalid_arg;
+        }
+        int len = 0, flag = 0;
+        char dummy[1];
+        if (PMPI_Info_get_string(info, key, &len, dummy, &flag) != MPI_SUCCESS || !flag) return Status::mpi_error;
+        std::vector<char> val(static_cast<size_t>(len) + 1);
+        if (PMPI_Info_get_string(info, key, &len, val.data(), &flag) != MPI_SUCCESS) return Status::mpi_error;
+        CMPI_CHECK(setting_parse(id, val.data(), &layer->values, err));
+        layer->set[static_cast<int>(id)] = true;
+    }
+    return Status::ok;
+}
+
+}  // namespace compmpi

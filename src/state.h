@@ -1,0 +1,90 @@
+/* Per-communicator state, cached as an MPI attribute (delete callback frees it with the
+ * communicator; copy callback gives MPI_Comm_dup the same settings and fresh buffer state). */
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "settings.h"
+#include "status.h"
+
+namespace compmpi {
+
+/* Grow-only, uninitialised, 64-byte aligned scratch memory reused across calls. */
+class Buffer {
+  public:
+    uint8_t *get(size_t bytes);
+    size_t capacity() const { return cap_; }
+    template <class T> T *as(size_t count) { return reinterpret_cast<T *>(get(count * sizeof(T))); }
+
+  private:
+    struct Free { void operator()(uint8_t *p) const; };
+    std::unique_ptr<uint8_t, Free> p_;
+    size_t cap_ = 0;
+};
+
+/* Per-buffer adaptive state, keyed by (address, count) within one communicator. */
+struct BufferKey {
+    uintptr_t addr;
+    uint64_t count;
+    bool operator==(const BufferKey &o) const { return addr == o.addr && count == o.count; }
+};
+struct BufferKeyHash {
+    size_t operator()(const BufferKey &k) const { return std::hash<uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull ^ k.count); }
+};
+struct AwpState {
+    int bits = 0;
+    int stalls = 0;      /* consecutive calls with relative norm change < T */
+    double last_norm = 0;
+    bool have_norm = false;
+    uint64_t calls = 0;
+    uint64_t raises = 0;
+};
+
+struct CommState {
+    std::mutex mu; /* guards everything below (MPI_THREAD_MULTIPLE) */
+    int rank = 0, size = 1;
+    bool inter = false;
+    SettingLayer attr_layer; /* compmpi_comm_set() */
+    SettingLayer hint_layer; /* MPI_Info hints */
+    Settings settings{};     /* resolved: defaults < env < attr < hints */
+    bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
+    uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
+    std::unordered_map<BufferKey, AwpState, BufferKeyHash> awp;
+    Buffer ws_send, ws_recv, ws_acc, ws_aux; /* collective workspaces */
+};
+
+/* Process-wide: defaults + environment, resolved at MPI_Init. */
+const Settings &global_settings();
+const SettingLayer &env_layer();
+/* Read the environment; false (with *err) on an invalid or unknown COMPMPI_* variable. */
+Status state_global_init(std::string *err);
+
+/* After ranks found different environments: every communicator's state starts mismatched. */
+void state_set_env_mismatch();
+
+/* Create the keyval (after MPI_Init) and free it (before MPI_Finalize). */
+Status state_keyval_create();
+void state_keyval_free();
+
+/* The state of comm, created on first use with env settings. nullptr only if MPI failed. */
+CommState *state_get(MPI_Comm comm);
+
+/* Re-resolve st->settings from the layers; on an invalid combination leaves the settings
+ * unchanged and returns invalid_arg with *err. Caller holds st->mu. */
+Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer &hints, std::string *err);
+
+/* Collective over comm: ranks compare a hash of the resolved settings; on a difference
+ * every rank marks the communicator mismatched (exact passthrough) and rank 0 warns. */
+Status state_agree(MPI_Comm comm, CommState *st, const char *what);
+
+/* Parse our compmpi_* keys out of an info object into layer; unknown compmpi_* keys and bad
+ * values are errors. Other keys are ignored (they belong to MPI). */
+Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err);
+
+}  // namespace compmpi

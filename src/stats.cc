@@ -1,0 +1,66 @@
+#include "stats.h"
+
+#include <cstdio>
+#include <string>
+
+#include "eligibility.h"
+
+namespace compmpi {
+
+namespace {
+CollStats g_stats[static_cast<int>(Coll::count_)];
+}
+
+const char *coll_name(Coll c) {
+    switch (c) {
+        case Coll::allreduce: return "allreduce";
+        case Coll::allgather: return "allgather";
+        case Coll::bcast: return "bcast";
+        default: return "?";
+    }
+}
+
+CollStats &stats(Coll c) { return g_stats[static_cast<int>(c)]; }
+
+void stats_reset() {
+    for (CollStats &s : g_stats) {
+        s.compressed = s.passthrough = s.bytes_in = s.bytes_wire = s.bytes_uncompressed_wire = 0;
+        s.ns_encode = s.ns_decode = s.ns_comm = s.fallback_nonfinite = s.fallback_error = 0;
+        for (auto &r : s.reason) r = 0;
+    }
+}
+
+void stats_report(MPI_Comm world) {
+    constexpr int kFields = 11 + kMaxReasons;
+    constexpr int nc = static_cast<int>(Coll::count_);
+    uint64_t local[nc][kFields], sum[nc][kFields];
+    for (int c = 0; c < nc; ++c) {
+        const CollStats &s = g_stats[c];
+        uint64_t v[] = {s.compressed, s.passthrough, s.bytes_in, s.bytes_wire, s.bytes_uncompressed_wire,
+                        s.ns_encode, s.ns_decode, s.ns_comm, s.fallback_nonfinite, s.fallback_error, 0};
+        for (int f = 0; f < 11; ++f) local[c][f] = v[f];
+        for (int r = 0; r < kMaxReasons; ++r) local[c][11 + r] = s.reason[r];
+    }
+    int rank = 0;
+    PMPI_Comm_rank(world, &rank);
+    if (PMPI_Reduce(local, sum, nc * kFields, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS || rank != 0) return;
+    for (int c = 0; c < nc; ++c) {
+        const uint64_t *v = sum[c];
+        double ratio = v[3] ? static_cast<double>(v[4]) / static_cast<double>(v[3]) : 0.0;
+        std::fprintf(stderr,
+                     "compmpi-stats: coll=%s compressed=%llu passthrough=%llu bytes_in=%llu bytes_wire=%llu "
+                     "bytes_uncompressed_wire=%llu ratio=%.2f t_encode_s=%.3f t_decode_s=%.3f t_comm_s=%.3f "
+                     "fallback_nonfinite=%llu fallback_error=%llu\n",
+                     coll_name(static_cast<Coll>(c)), (unsigned long long)v[0], (unsigned long long)v[1],
+                     (unsigned long long)v[2], (unsigned long long)v[3], (unsigned long long)v[4], ratio,
+                     v[5] * 1e-9, v[6] * 1e-9, v[7] * 1e-9, (unsigned long long)v[8], (unsigned long long)v[9]);
+        std::string reasons;
+        for (int r = 0; r < kMaxReasons; ++r)
+            if (v[11 + r]) reasons += std::string(" ") + eligibility_reason_name(r) + "=" + std::to_string(v[11 + r]);
+        if (!reasons.empty())
+            std::fprintf(stderr, "compmpi-stats-passthrough: coll=%s%s\n", coll_name(static_cast<Coll>(c)), reasons.c_str());
+    }
+    std::fflush(stderr);
+}
+
+}  // namespace compmpi

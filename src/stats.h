@@ -1,0 +1,54 @@
+/* Statistics per collective, process-wide, lock-free. Printed (summed over ranks) by rank 0
+ * at MPI_Finalize when COMPMPI_STATS=1, one line per collective:
+ *   compmpi-stats: coll=allreduce compressed=.. passthrough=.. bytes_in=.. bytes_wire=..
+ *     bytes_uncompressed_wire=.. ratio=.. t_encode_s=.. t_decode_s=.. t_comm_s=.. fallback_nonfinite=..
+ * and one line of pass-through reasons:
+ *   compmpi-stats-passthrough: coll=allreduce <reason>=<calls> ...                         */
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace compmpi {
+
+enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, count_ };
+const char *coll_name(Coll c);
+
+/* Reasons a call passes through; the eligibility table (src/eligibility.cc) names them. */
+inline constexpr int kMaxReasons = 16;
+
+struct CollStats {
+    std::atomic<uint64_t> compressed{0}, passthrough{0};
+    std::atomic<uint64_t> bytes_in{0};                /* user payload bytes of compressed calls */
+    std::atomic<uint64_t> bytes_wire{0};              /* bytes this rank handed to MPI to send */
+    std::atomic<uint64_t> bytes_uncompressed_wire{0}; /* what the same algorithm sends uncompressed */
+    std::atomic<uint64_t> ns_encode{0}, ns_decode{0}, ns_comm{0};
+    std::atomic<uint64_t> fallback_nonfinite{0}, fallback_error{0};
+    std::atomic<uint64_t> reason[kMaxReasons]{};
+};
+
+CollStats &stats(Coll c);
+void stats_reset();
+/* Collective over MPI_COMM_WORLD: sum over ranks, print on rank 0 to stderr. */
+void stats_report(MPI_Comm world);
+
+/* Elapsed nanoseconds added to a counter on scope exit. */
+class ScopedTimer {
+  public:
+    explicit ScopedTimer(std::atomic<uint64_t> &acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
+    ~ScopedTimer() {
+        acc_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - t0_).count()),
+                       std::memory_order_relaxed);
+    }
+    ScopedTimer(const ScopedTimer &) = delete;
+    ScopedTimer &operator=(const ScopedTimer &) = delete;
+
+  private:
+    std::atomic<uint64_t> &acc_;
+    std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace compmpi

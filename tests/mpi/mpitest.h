@@ -1,0 +1,71 @@
+/* Helpers for the MPI test programs (MPICH test-suite style: each program prints
+ * " No Errors" from rank 0 when every check passed, and exits non-zero otherwise). */
+#ifndef MPITEST_H
+#define MPITEST_H
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int mt_errors = 0;
+
+#define MT_CHECK(cond, ...)                                                       \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            int r_;                                                               \
+            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                   \
+            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", r_, __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fprintf(stderr, "\n");                                                \
+            mt_errors++;                                                          \
+        }                                                                         \
+    } while (0)
+
+/* Deterministic data of any rank: splitmix64 on (seed, rank, index). */
+static inline uint64_t mt_mix(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static inline double mt_uniform(uint64_t seed, int rank, size_t i) {
+    return (mt_mix(seed * 1000003ull + (uint64_t)rank * 0x100000001ull + i) >> 11) * (1.0 / 9007199254740992.0);
+}
+/* gradient-like float: roughly normal, scale varying by block */
+static inline float mt_value(uint64_t seed, int rank, size_t i) {
+    double u1 = mt_uniform(seed, rank, 2 * i) + 1e-12, u2 = mt_uniform(seed, rank, 2 * i + 1);
+    double scale = pow(10.0, -3.0 + 2.0 * mt_uniform(seed + 7, 0, i / 512));
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2) * scale);
+}
+static inline void mt_fill(float *x, size_t n, uint64_t seed, int rank) {
+    for (size_t i = 0; i < n; ++i) x[i] = mt_value(seed, rank, i);
+}
+
+static inline uint64_t mt_hash(const void *p, size_t bytes) {
+    const unsigned char *c = (const unsigned char *)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+/* 1 if every rank of comm holds the same bytes (integers pass through libcompmpi untouched). */
+static inline int mt_identical(const void *p, size_t bytes, MPI_Comm comm) {
+    uint64_t h = mt_hash(p, bytes), v[2] = {h, ~h}, r[2];
+    MPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm);
+    return r[0] == h && r[1] == ~h;
+}
+
+static inline int mt_finish(void) {
+    int rank, total = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&mt_errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        if (total == 0) printf(" No Errors\n");
+        else printf(" Found %d errors\n", total);
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return total != 0;
+}
+#endif

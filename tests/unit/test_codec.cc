@@ -1,0 +1,120 @@
+/* The blob format: header fields, validation of every field, flagged blobs, and the codec
+ * registry. */
+#include "codec.h"
+#include "testutil.h"
+
+using namespace compmpi;
+
+namespace {
+
+std::vector<uint8_t> make_blob(const char *codec, int bits, size_t n, std::vector<float> *data = nullptr) {
+    const CodecOps *c = codec_by_name(codec);
+    CodecParams p;
+    p.bits = static_cast<uint8_t>(bits);
+    auto x = testutil::gradient_data(n, 9);
+    std::vector<uint8_t> blob(blob_max_bytes(*c, n, p));
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(blob_encode(*c, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+    assert_int_equal(len, blob.size());
+    if (data) *data = x;
+    return blob;
+}
+
+void given_registry_when_looking_up_expect_names_and_ids(void **) {
+    assert_non_null(codec_by_name("none"));
+    assert_non_null(codec_by_name("bitpack"));
+    assert_null(codec_by_name("nope"));
+    for (int id = 0; id < 256; ++id)
+        if (const CodecOps *c = codec_by_id(id)) {
+            assert_int_equal(static_cast<int>(c->id), id);
+            assert_ptr_equal(codec_by_name(c->name), c);
+        }
+    assert_non_null(std::strstr(codec_names(), "bitpack"));
+}
+
+void given_blob_when_peeking_expect_header_fields(void **) {
+    auto blob = make_blob("bitpack", 24, 1001);
+    BlobInfo info;
+    assert_int_equal(static_cast<int>(blob_peek(blob.data(), blob.size(), 1001, &info)), 0);
+    assert_int_equal(static_cast<int>(info.codec), static_cast<int>(CodecId::bitpack));
+    assert_int_equal(info.bits, 24);
+    assert_int_equal(info.count, 1001);
+    assert_int_equal(info.payload, 1001 * 3);
+    assert_int_equal(blob[0], 'C');
+    assert_int_equal(blob[3], 'I');
+}
+
+void given_none_codec_when_roundtrip_expect_exact(void **) {
+    std::vector<float> x;
+    auto blob = make_blob("none", 0, 777, &x);
+    std::vector<float> y(777);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), blob.size(), 777, y.data(), false, SimdLevel::scalar, 1)), 0);
+    assert_true(testutil::same_bytes(x.data(), y.data(), 777 * 4));
+}
+
+void given_damaged_header_when_decoding_expect_corrupt_and_output_untouched(void **) {
+    const size_t n = 300;
+    auto good = make_blob("bitpack", 16, n);
+    struct Damage { size_t off; uint8_t val; const char *what; } cases[] = {
+        {0, 'X', "magic"}, {4, 9, "version"}, {5, 200, "codec id"}, {6, 0x80, "unknown flag"},
+        {7, 12, "bits not a byte multiple"}, {8, 7, "variant"}, {9, 1, "reserved"},
+        {16, 0x2D, "count"}, {24, 0xFF, "payload length"}, {31, 1, "payload length high byte"},
+    };
+    for (const Damage &d : cases) {
+        auto b = good;
+        b[d.off] = d.val;
+        std::vector<float> y(n, 5.0f);
+        Status s = blob_decode(b.data(), b.size(), n, y.data(), false, SimdLevel::scalar, 1);
+        if (s != Status::corrupt) fail_msg("damaged %s not detected", d.what);
+        for (float v : y) assert_true(v == 5.0f);
+    }
+    /* truncated buffers */
+    std::vector<float> y(n);
+    for (size_t avail : {0ul, 10ul, 31ul, 32ul, good.size() - 1})
+        assert_int_equal(static_cast<int>(blob_decode(good.data(), avail, n, y.data(), false, SimdLevel::scalar, 1)),
+                         static_cast<int>(Status::corrupt));
+    /* the receiver expects another count */
+    assert_int_equal(static_cast<int>(blob_decode(good.data(), good.size(), n + 1, y.data(), false, SimdLevel::scalar, 1)),
+                     static_cast<int>(Status::corrupt));
+}
+
+void given_nan_when_encoding_expect_flagged_empty_blob(void **) {
+    const CodecOps *c = codec_by_name("bitpack");
+    CodecParams p;
+    p.bits = 16;
+    std::vector<float> x(100, 1.0f);
+    x[50] = NAN;
+    std::vector<uint8_t> blob(blob_max_bytes(*c, 100, p));
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(blob_encode(*c, p, x.data(), 100, blob.data(), blob.size(), &len)),
+                     static_cast<int>(Status::nonfinite));
+    assert_int_equal(len, kBlobHeaderBytes);
+    BlobInfo info;
+    assert_int_equal(static_cast<int>(blob_peek(blob.data(), blob.size(), 100, &info)), 0);
+    assert_true(info.flags & BLOB_NONFINITE);
+    std::vector<float> y(100);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), blob.size(), 100, y.data(), false, SimdLevel::scalar, 1)),
+                     static_cast<int>(Status::nonfinite));
+}
+
+void given_abandon_flag_when_decoding_expect_corrupt(void **) {
+    uint8_t h[kBlobHeaderBytes];
+    blob_write_header(h, BlobInfo{CodecId::bitpack, BLOB_ABANDON, 16, 0, 0, 10, 0});
+    float y[10];
+    assert_int_equal(static_cast<int>(blob_decode(h, sizeof h, 10, y, false, SimdLevel::scalar, 1)),
+                     static_cast<int>(Status::corrupt));
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(given_registry_when_looking_up_expect_names_and_ids),
+        cmocka_unit_test(given_blob_when_peeking_expect_header_fields),
+        cmocka_unit_test(given_none_codec_when_roundtrip_expect_exact),
+        cmocka_unit_test(given_damaged_header_when_decoding_expect_corrupt_and_output_untouched),
+        cmocka_unit_test(given_nan_when_encoding_expect_flagged_empty_blob),
+        cmocka_unit_test(given_abandon_flag_when_decoding_expect_corrupt),
+    };
+    return cmocka_run_group_tests_name("codec", tests, nullptr, nullptr);
+}
