@@ -53,6 +53,11 @@ struct CodecParams {
     double shared_scale = 0; /* agreed across ranks (MAX) for codecs with CODEC_SHARED_SCALE */
     uint64_t seed = 0;       /* stochastic codecs: counter-based RNG key (seed, rank, call) */
     uint64_t stream = 0;
+    float theta = 0;         /* sparsifiers: fraction of values dropped */
+    float clip = 0;          /* terngrad: clip at clip * sigma (0 = off) */
+    uint32_t bucket = 0;     /* per-bucket scalers: elements per bucket (0 = whole buffer) */
+    uint32_t block = 0;      /* blockwise transforms: elements per block (0 = whole buffer) */
+    int nranks = 1;          /* ranks whose contributions a reduced value sums */
     SimdLevel simd = SimdLevel::scalar;
     int threads = 1;
 };
@@ -88,6 +93,10 @@ struct CodecOps {
      * Both validate len against the params and never read past it. */
     Status (*decode)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out);
     Status (*decode_add)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc);
+    /* Optional: parameters for re-encoding a sum of p.nranks decoded contributions (phase 2
+     * of the two-phase allreduce). terngrad uses it to send the 2P+1 levels exactly.
+     * nullptr: phase 2 uses the same parameters. */
+    Status (*reduced_params)(const CodecParams &p, CodecParams *out);
 };
 
 /* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */

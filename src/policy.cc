@@ -15,6 +15,12 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
     p->bits = static_cast<uint8_t>(s.bits ? s.bits : c.bits_default);
     p->variant = 0;
     p->param = 0;
+    p->seed = static_cast<uint64_t>(s.seed);
+    p->theta = static_cast<float>(s.theta);
+    p->clip = static_cast<float>(s.terngrad_clip);
+    p->bucket = static_cast<uint32_t>(s.terngrad_bucket);
+    p->block = static_cast<uint32_t>(s.fft_block);
+    /* codec-specific header fields named by settings: one case per codec */
     switch (c.id) {
         case CodecId::bitpack:
             p->variant = s.rounding == rounding_kind::nearest ? 1 : 0;

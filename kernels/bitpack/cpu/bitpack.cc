@@ -304,6 +304,6 @@ extern const CodecOps codec_bitpack_ops = {
     CODEC_ADAPTIVE_BITS,
     16, 8, 32, 8,
     bitpack::bp_check, bitpack::bp_max_payload, nullptr, bitpack::bp_encode, bitpack::bp_decode,
-    bitpack::bp_decode_add,
+    bitpack::bp_decode_add, nullptr,
 };
 }  // namespace compmpi

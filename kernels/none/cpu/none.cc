@@ -40,7 +40,7 @@ Status none_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParam
 extern const CodecOps codec_none_ops = {
     CodecId::none, "none", "fp32 verbatim (compression off)", CODEC_LOSSLESS,
     0, 0, 0, 0,
-    none_check, none_max_payload, nullptr, none_encode, none_decode, none_decode_add,
+    none_check, none_max_payload, nullptr, none_encode, none_decode, none_decode_add, nullptr,
 };
 
 }  // namespace compmpi
