@@ -28,9 +28,17 @@ struct CollCtx {
     CodecParams params;
     CollStats *stats;
     int mpi_err = MPI_SUCCESS;
+    /* error feedback (allreduce only): ef_res = the buffer's residual, added to the input
+     * before encoding; the algorithm writes the new residual to ef_new (n floats) and the
+     * caller keeps it only if the call succeeds. Both nullptr when off. */
+    const float *ef_res = nullptr;
+    float *ef_new = nullptr;
 };
 
+/* Dense codecs: reduce-scatter + allgather of blobs. */
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);
+/* Sparse codecs (CODEC_SPARSE): allgather of variable-size blobs, sum in rank order. */
+Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n);
 Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root);
 Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n);
 
@@ -48,8 +56,19 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root);
 /* Encode in[0..n) into a blob at out (capacity cap). Never fails: on NaN/Inf the blob is
  * flagged BLOB_NONFINITE, on any other error BLOB_ABANDON (logged), so the algorithm still
  * takes part in every exchange and all ranks learn the outcome together. Returns the flag. */
-uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap);
+uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
+                    size_t *len = nullptr);
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out);
+/* Codecs with CODEC_SHARED_SCALE: every rank computes prepare() on its data, the ranks
+ * MAX-reduce it, and c.params.shared_scale takes the result. Returns nonfinite on every
+ * rank if any rank's data held NaN/Inf (nothing was sent yet, the caller falls back). */
+Status coll_shared_scale(CollCtx &c, const float *in, size_t n);
+/* The input the codec should see: in + residual when error feedback is on (written to a
+ * workspace), else in itself. */
+const float *coll_ef_input(CollCtx &c, const float *in, size_t n);
+/* ef_new[0..n) = src - decode(blob): the part of src this blob failed to carry. */
+void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *src, size_t n, float *ef_new);
+
 /* Turn the union of flags seen by every rank into the collective's Status. */
 Status coll_flag_status(uint8_t flags);
 

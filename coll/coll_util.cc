@@ -1,4 +1,6 @@
 #include <climits>
+#include <cmath>
+#include <cstring>
 
 #include "coll.h"
 #include "log.h"
@@ -58,9 +60,11 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
 #endif
 }
 
-uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap) {
-    size_t len;
+uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
+                    size_t *plen) {
+    size_t len = kBlobHeaderBytes;
     Status s = blob_encode(*c.codec, p, in, n, out, cap, &len);
+    if (plen) *plen = s == Status::ok ? len : kBlobHeaderBytes;
     if (s == Status::ok) return 0;
     if (s == Status::nonfinite) return BLOB_NONFINITE;
     log_error("%s encode of %zu floats failed (%s); this call falls back to the exact MPI collective",
@@ -77,6 +81,46 @@ Status coll_flag_status(uint8_t flags) {
     if (flags & BLOB_ABANDON) return Status::corrupt;
     if (flags & BLOB_NONFINITE) return Status::nonfinite;
     return Status::ok;
+}
+
+Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
+    if (!(c.codec->flags & CODEC_SHARED_SCALE) || !c.codec->prepare) return Status::ok;
+    double stat = 0;
+    {
+        ScopedTimer t(c.stats->ns_encode);
+        Status s = c.codec->prepare(in, n, c.params, &stat);
+        if (s != Status::ok || !std::isfinite(stat)) stat = HUGE_VAL; /* every rank falls back */
+    }
+    double all = 0;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        int rc = PMPI_Allreduce(&stat, &all, 1, MPI_DOUBLE, MPI_MAX, c.comm);
+        if (rc != MPI_SUCCESS) {
+            c.mpi_err = rc;
+            return Status::mpi_error;
+        }
+    }
+    c.stats->bytes_wire += sizeof(double) * static_cast<size_t>(c.size - 1);
+    if (!std::isfinite(all)) return Status::nonfinite;
+    c.params.shared_scale = all;
+    return Status::ok;
+}
+
+const float *coll_ef_input(CollCtx &c, const float *in, size_t n) {
+    if (!c.ef_res) return in;
+    float *tmp = c.st->ws_aux.as<float>(n ? n : 1);
+    if (!tmp) return nullptr;
+#pragma omp parallel for num_threads(c.params.threads) schedule(static) if (n >= (1u << 18) && c.params.threads > 1)
+    for (size_t i = 0; i < n; ++i) tmp[i] = in[i] + c.ef_res[i];
+    return tmp;
+}
+
+void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *src, size_t n, float *ef_new) {
+    if (blob_decode(blob, cap, n, ef_new, false, c.params.simd, c.params.threads) != Status::ok) {
+        std::memcpy(ef_new, src, n * sizeof(float)); /* flagged: the call falls back anyway */
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) ef_new[i] = src[i] - ef_new[i];
 }
 
 uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk) {

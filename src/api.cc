@@ -89,6 +89,7 @@ COMPMPI_EXPORT int compmpi_comm_reset_state(MPI_Comm comm) {
     if (!st) return MPI_ERR_COMM;
     std::lock_guard<std::mutex> lk(st->mu);
     st->awp.clear();
+    st->ef.clear();
     return MPI_SUCCESS;
 }
 

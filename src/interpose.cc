@@ -61,11 +61,23 @@ int run_compressed(const CollArgs &a, CommState &st) {
     plan.params.threads = kernel_threads();
     CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs};
 
+    /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs */
+    std::vector<float> *residual = nullptr;
+    if (a.kind == Coll::allreduce && st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS)) {
+        if (st.ef.size() >= kMaxTrackedBuffers) st.ef.clear();
+        residual = &st.ef[BufferKey{reinterpret_cast<uintptr_t>(a.recvbuf), n}];
+        if (residual->size() != n) residual->assign(n, 0.0f);
+        st.ef_scratch.resize(n);
+        c.ef_res = residual->data();
+        c.ef_new = st.ef_scratch.data();
+    }
+
     Status s;
     switch (a.kind) {
         case Coll::allreduce: {
             const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
-            s = coll_allreduce_twophase(c, in, out, n);
+            s = (plan.codec->flags & CODEC_SPARSE) ? coll_allreduce_sparse(c, in, out, n)
+                                                   : coll_allreduce_twophase(c, in, out, n);
             break;
         }
         case Coll::allgather: {
@@ -81,6 +93,7 @@ int run_compressed(const CollArgs &a, CommState &st) {
 
     switch (s) {
         case Status::ok:
+            if (residual) residual->swap(st.ef_scratch);
             cs.compressed++;
             cs.bytes_in += n * sizeof(float);
             policy_observe(st, plan, out, result_n);

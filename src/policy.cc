@@ -7,7 +7,6 @@
 namespace compmpi {
 
 namespace {
-constexpr size_t kAwpMaxBuffers = 4096; /* per communicator; beyond it the table restarts */
 constexpr size_t kNormBlock = 1 << 14;
 }  // namespace
 
@@ -81,7 +80,7 @@ Status policy_plan(CommState &st, Coll, const void *key_addr, size_t count, Plan
     CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params));
     plan->awp = nullptr;
     if (s.policy == policy_kind::awp && (plan->codec->flags & CODEC_ADAPTIVE_BITS)) {
-        if (st.awp.size() >= kAwpMaxBuffers) st.awp.clear();
+        if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear();
         BufferKey key{reinterpret_cast<uintptr_t>(key_addr), count};
         auto [it, fresh] = st.awp.try_emplace(key);
         if (fresh) it->second.bits = static_cast<int>(std::clamp<int64_t>(s.awp_start_bits, plan->codec->bits_min,

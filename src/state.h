@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "settings.h"
 #include "status.h"
@@ -46,6 +47,9 @@ struct AwpState {
     uint64_t raises = 0;
 };
 
+/* Per-communicator cap on tracked buffers (awp, error feedback); beyond it a table restarts. */
+inline constexpr size_t kMaxTrackedBuffers = 4096;
+
 struct CommState {
     std::mutex mu; /* guards everything below (MPI_THREAD_MULTIPLE) */
     int rank = 0, size = 1;
@@ -56,6 +60,8 @@ struct CommState {
     bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
     uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
     std::unordered_map<BufferKey, AwpState, BufferKeyHash> awp;
+    std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
+    std::vector<float> ef_scratch;                                        /* the next residual */
     Buffer ws_send, ws_recv, ws_acc, ws_aux; /* collective workspaces */
 };
 

@@ -14,6 +14,7 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
     const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
     uint8_t *slots = c.st->ws_recv.get(S * P);
     if (!slots) return Status::no_memory;
+    CMPI_CHECK(coll_shared_scale(c, in, n));
     {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = c.params;

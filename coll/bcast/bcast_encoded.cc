@@ -18,6 +18,10 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root) {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, 0);
+        double stat = 0; /* one encoder: its own scale is the shared one */
+        if ((c.codec->flags & CODEC_SHARED_SCALE) && c.codec->prepare &&
+            c.codec->prepare(buf, n, p, &stat) == Status::ok)
+            p.shared_scale = stat;
         coll_encode(c, p, buf, n, blob, S);
     }
     CMPI_CHECK(mpi_bcast_bytes(c, blob, S, root));
