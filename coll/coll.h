@@ -14,6 +14,7 @@
 
 #include <cstddef>
 
+#include "backend.h"
 #include "codec.h"
 #include "state.h"
 #include "stats.h"
@@ -27,6 +28,8 @@ struct CollCtx {
     const CodecOps *codec;
     CodecParams params;
     CollStats *stats;
+    const Backend *be;  /* where the data lives (host or device) */
+    void *be_ctx;
     int mpi_err = MPI_SUCCESS;
     /* error feedback (allreduce only): ef_res = the buffer's residual, added to the input
      * before encoding; the algorithm writes the new residual to ef_new (n floats) and the

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "coll.h"
-#include "log.h"
 
 namespace compmpi {
 
@@ -62,15 +61,7 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
 
 uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
                     size_t *plen) {
-    size_t len = kBlobHeaderBytes;
-    Status s = blob_encode(*c.codec, p, in, n, out, cap, &len);
-    if (plen) *plen = s == Status::ok ? len : kBlobHeaderBytes;
-    if (s == Status::ok) return 0;
-    if (s == Status::nonfinite) return BLOB_NONFINITE;
-    log_error("%s encode of %zu floats failed (%s); this call falls back to the exact MPI collective",
-              c.codec->name, n, status_str(s));
-    coll_write_flag(c, p, n, BLOB_ABANDON, out);
-    return BLOB_ABANDON;
+    return c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
 }
 
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out) {
@@ -88,7 +79,7 @@ Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
     double stat = 0;
     {
         ScopedTimer t(c.stats->ns_encode);
-        Status s = c.codec->prepare(in, n, c.params, &stat);
+        Status s = c.be->prepare(c.be_ctx, *c.codec, c.params, in, n, &stat);
         if (s != Status::ok || !std::isfinite(stat)) stat = HUGE_VAL; /* every rank falls back */
     }
     double all = 0;
@@ -108,19 +99,17 @@ Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
 
 const float *coll_ef_input(CollCtx &c, const float *in, size_t n) {
     if (!c.ef_res) return in;
-    float *tmp = c.st->ws_aux.as<float>(n ? n : 1);
-    if (!tmp) return nullptr;
-#pragma omp parallel for num_threads(c.params.threads) schedule(static) if (n >= (1u << 18) && c.params.threads > 1)
-    for (size_t i = 0; i < n; ++i) tmp[i] = in[i] + c.ef_res[i];
+    float *tmp = c.be->scratch(c.be_ctx, 1, n);
+    if (tmp) c.be->sum(c.be_ctx, tmp, in, c.ef_res, n);
     return tmp;
 }
 
 void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *src, size_t n, float *ef_new) {
-    if (blob_decode(blob, cap, n, ef_new, false, c.params.simd, c.params.threads) != Status::ok) {
-        std::memcpy(ef_new, src, n * sizeof(float)); /* flagged: the call falls back anyway */
+    if (c.be->decode(c.be_ctx, blob, cap, n, ef_new, false, c.params) != Status::ok) {
+        c.be->copy(c.be_ctx, ef_new, src, n); /* flagged: the call falls back anyway */
         return;
     }
-    for (size_t i = 0; i < n; ++i) ef_new[i] = src[i] - ef_new[i];
+    c.be->sub(c.be_ctx, ef_new, src, ef_new, n);
 }
 
 uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk) {

@@ -59,7 +59,7 @@ int run_compressed(const CollArgs &a, CommState &st) {
     }
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
-    CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs};
+    CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &backend_cpu(), &st};
 
     /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs */
     std::vector<float> *residual = nullptr;
@@ -96,7 +96,7 @@ int run_compressed(const CollArgs &a, CommState &st) {
             if (residual) residual->swap(st.ef_scratch);
             cs.compressed++;
             cs.bytes_in += n * sizeof(float);
-            policy_observe(st, plan, out, result_n);
+            policy_observe(st, plan, out, result_n, c.be->l2norm, c.be_ctx);
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;

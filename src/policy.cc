@@ -91,10 +91,11 @@ Status policy_plan(CommState &st, Coll, const void *key_addr, size_t count, Plan
     return plan->codec->check(plan->params);
 }
 
-void policy_observe(CommState &st, const Plan &plan, const float *result, size_t n) {
+void policy_observe(CommState &st, const Plan &plan, const float *result, size_t n,
+                    double (*l2norm)(void *, const float *, size_t), void *ctx) {
     if (!plan.awp) return;
     const Settings &s = st.settings;
-    double norm = l2_norm_det(result, n, plan.params.threads);
+    double norm = l2norm(ctx, result, n);
     awp_update(plan.awp, norm, s.awp_threshold, static_cast<int>(s.awp_interval), static_cast<int>(s.awp_step),
                plan.codec->bits_max);
 }

@@ -19,7 +19,9 @@ struct Plan {
 
 /* Caller holds st.mu. */
 Status policy_plan(CommState &st, Coll kind, const void *key_addr, size_t count, Plan *plan);
-void policy_observe(CommState &st, const Plan &plan, const float *result, size_t n);
+/* l2norm: the backend's deterministic norm of `result` (host or device data). */
+void policy_observe(CommState &st, const Plan &plan, const float *result, size_t n,
+                    double (*l2norm)(void *, const float *, size_t), void *ctx);
 
 /* Codec parameters named by the settings (bits, variant, ...). */
 Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p);

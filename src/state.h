@@ -62,7 +62,8 @@ struct CommState {
     std::unordered_map<BufferKey, AwpState, BufferKeyHash> awp;
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */
-    Buffer ws_send, ws_recv, ws_acc, ws_aux; /* collective workspaces */
+    Buffer ws_send, ws_recv; /* host blob workspaces */
+    Buffer ws_f[4];          /* fp32 scratch of the CPU backend (coll/backend.h) */
 };
 
 /* Process-wide: defaults + environment, resolved at MPI_Init. */

@@ -32,7 +32,7 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
     CMPI_CHECK(coll_flag_status(flags));
     ScopedTimer t(c.stats->ns_decode);
     for (int j = 0; j < P; ++j)
-        CMPI_CHECK(blob_decode(slots + S * j, S, n, out + n * j, false, c.params.simd, c.params.threads));
+        CMPI_CHECK(c.be->decode(c.be_ctx, slots + S * j, S, n, out + n * j, false, c.params));
     return Status::ok;
 }
 

@@ -78,7 +78,7 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
     CMPI_CHECK(coll_flag_status(flags));
     ScopedTimer t(c.stats->ns_decode);
     for (int j = 0; j < P; ++j)
-        CMPI_CHECK(blob_decode(all + displs[j], lens[j], n, out, j > 0, c.params.simd, c.params.threads));
+        CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
     return Status::ok;
 }
 

@@ -42,7 +42,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     const size_t S = (std::max(blob_max_bytes(*c.codec, base, c.params), blob_max_bytes(*c.codec, base, p2)) + 63) / 64 * 64;
     uint8_t *send = c.st->ws_send.get(S * P);
     uint8_t *recv = c.st->ws_recv.get(S * P);
-    float *acc = c.st->ws_acc.as<float>(base ? base : 1);
+    float *acc = c.be->scratch(c.be_ctx, 0, base);
     if (!send || !recv || !acc) return Status::no_memory;
 
     /* phase 1: encode every chunk but our own, exchange */
@@ -68,11 +68,10 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         bool first = true;
         for (int j = 0; j < P && !flags; ++j) {
             if (j == r) {
-                if (first) std::memcpy(acc, src + lo_r, len_r * sizeof(float));
-                else
-                    for (size_t i = 0; i < len_r; ++i) acc[i] += src[lo_r + i];
+                if (first) c.be->copy(c.be_ctx, acc, src + lo_r, len_r);
+                else c.be->add(c.be_ctx, acc, src + lo_r, len_r);
             } else {
-                Status s = blob_decode(recv + S * j, S, len_r, acc, !first, c.params.simd, c.params.threads);
+                Status s = c.be->decode(c.be_ctx, recv + S * j, S, len_r, acc, !first, c.params);
                 if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
                 else if (s != Status::ok) flags |= BLOB_ABANDON;
             }
@@ -107,7 +106,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     for (int j = 0; j < P; ++j) {
         size_t lo, len;
         chunk_range(n, P, j, &lo, &len);
-        CMPI_CHECK(blob_decode(recv + S * j, S, len, out + lo, false, c.params.simd, c.params.threads));
+        CMPI_CHECK(c.be->decode(c.be_ctx, recv + S * j, S, len, out + lo, false, c.params));
     }
     return Status::ok;
 }

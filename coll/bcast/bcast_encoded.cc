@@ -19,8 +19,7 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root) {
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, 0);
         double stat = 0; /* one encoder: its own scale is the shared one */
-        if ((c.codec->flags & CODEC_SHARED_SCALE) && c.codec->prepare &&
-            c.codec->prepare(buf, n, p, &stat) == Status::ok)
+        if ((c.codec->flags & CODEC_SHARED_SCALE) && c.be->prepare(c.be_ctx, *c.codec, p, buf, n, &stat) == Status::ok)
             p.shared_scale = stat;
         coll_encode(c, p, buf, n, blob, S);
     }
@@ -33,7 +32,7 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root) {
     CMPI_CHECK(blob_peek(blob, S, n, &info));
     CMPI_CHECK(coll_flag_status(info.flags));
     ScopedTimer t(c.stats->ns_decode);
-    return blob_decode(blob, S, n, buf, false, c.params.simd, c.params.threads);
+    return c.be->decode(c.be_ctx, blob, S, n, buf, false, c.params);
 }
 
 }  // namespace compmpi

@@ -1,0 +1,43 @@
+/* Where a collective's data lives. The algorithms in coll/ touch user data and fp32
+ * scratch only through a Backend, and blobs always in host memory (what MPI sends). The
+ * CPU backend (coll/backend_cpu.cc) works on host memory with the CPU kernels; the CUDA
+ * module (libcompmpi_cuda.so, kernels/<codec>/cuda/) supplies one whose data pointers are
+ * device memory: it encodes on the GPU and copies only the compressed bytes across PCIe.
+ *
+ * All functions are synchronous from the caller's view: when one returns, the blob or
+ * the data it wrote is complete (a GPU backend orders its work on one stream and waits
+ * on an event before returning a host blob). */
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "codec.h"
+
+namespace compmpi {
+
+struct Backend {
+    const char *name;
+    /* Encode n floats of `data` into the host blob at `blob` (capacity cap); *len = blob
+     * bytes. Returns 0, BLOB_NONFINITE or BLOB_ABANDON (and writes a flagged header). */
+    uint8_t (*encode)(void *ctx, const CodecOps &c, const CodecParams &p, const float *data, size_t n, uint8_t *blob,
+                      size_t cap, size_t *len);
+    /* Decode a host blob into data (or add into it). Same statuses as blob_decode. */
+    Status (*decode)(void *ctx, const uint8_t *blob, size_t avail, size_t n, float *data, bool accumulate,
+                     const CodecParams &p);
+    /* fp32 scratch in the backend's memory, slot 0..3, grow-only, valid until the next call
+     * with the same slot; nullptr on allocation failure. */
+    float *(*scratch)(void *ctx, int slot, size_t n);
+    void (*copy)(void *ctx, float *dst, const float *src, size_t n);
+    void (*add)(void *ctx, float *dst, const float *src, size_t n);   /* dst += src */
+    void (*sum)(void *ctx, float *dst, const float *a, const float *b, size_t n); /* dst = a + b */
+    void (*sub)(void *ctx, float *dst, const float *a, const float *b, size_t n); /* dst = a - b */
+    /* codec->prepare on backend data (shared scale); nonfinite on NaN/Inf */
+    Status (*prepare)(void *ctx, const CodecOps &c, const CodecParams &p, const float *data, size_t n, double *stat);
+    /* Deterministic l2 norm (same bits for the same data on every rank and thread count). */
+    double (*l2norm)(void *ctx, const float *data, size_t n);
+};
+
+/* The host backend; ctx is the communicator's CommState. */
+const Backend &backend_cpu();
+
+}  // namespace compmpi
