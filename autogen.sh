@@ -3,5 +3,5 @@
 set -e
 cd "$(dirname "$0")"
 mkdir -p m4 build-aux
-autoreconf --force --install --verbose >/dev/null
+autoreconf --force --install >/dev/null 2>&1 || autoreconf --force --install
 echo "autogen.sh: now run ./configure && make"
