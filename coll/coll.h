@@ -1,6 +1,8 @@
 /* Compressed collective algorithms. They move self-describing blobs (kernels/codec.h) with
  * PMPI calls and know nothing of which codec they carry. Each returns:
- *   Status::ok         the output buffer holds the result, bit-identical on every rank;
+ *   Status::ok         the output buffer holds the result, bit-identical on every rank
+ *                      (a pipelined algorithm may have run some segments exactly: see
+ *                      CollCtx::segments_fallback);
  *   Status::nonfinite  some rank's data held NaN/Inf: every rank knows it (the flag travels
  *                      in the blobs), nothing was written to the output, and the caller
  *                      runs the exact PMPI call instead;
@@ -36,12 +38,28 @@ struct CollCtx {
      * caller keeps it only if the call succeeds. Both nullptr when off. */
     const float *ef_res = nullptr;
     float *ef_new = nullptr;
+    /* set by algorithms that fall back per segment (pipelined allreduce): how many
+     * segments ran the exact path, and why (BLOB_NONFINITE / BLOB_ABANDON) */
+    int segments_fallback = 0;
+    uint8_t fallback_reason = 0;
 };
 
 /* Dense codecs: reduce-scatter + allgather of blobs. */
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);
 /* Sparse codecs (CODEC_SPARSE): allgather of variable-size blobs, sum in rank order. */
 Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n);
+
+/* Node structure of a communicator for the hierarchical allreduce. */
+struct HierComms {
+    MPI_Comm node = MPI_COMM_NULL;    /* ranks of this node */
+    MPI_Comm leaders = MPI_COMM_NULL; /* rank 0 of every node; MPI_COMM_NULL elsewhere */
+    int node_rank = 0;
+    int nodes = 1, max_per_node = 1;
+};
+/* Exact reduce to node leaders, compressed allreduce among leaders (two-phase, or sparse
+ * when `sparse`), exact broadcast within nodes. sendbuf may be MPI_IN_PLACE. */
+Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
+                                   bool sparse);
 Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root);
 Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n);
 

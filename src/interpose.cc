@@ -43,6 +43,39 @@ int passthrough(const CollArgs &a) {
     }
 }
 
+/* Node structure of comm, split once (collective: every rank reaches here for the same
+ * call). True when the hierarchical allreduce applies: several nodes, one with several ranks. */
+bool hierarchy(CommState &st, MPI_Comm comm, HierComms *h) {
+    if (st.settings.hierarchy == enum_value(SettingId::hierarchy, "off")) return false;
+    if (!st.hier_known) {
+        st.hier_known = 1;
+        int rc;
+        if (st.settings.node_size > 0)
+            rc = PMPI_Comm_split(comm, static_cast<int>(st.rank / st.settings.node_size), st.rank, &st.hier_node);
+        else
+            rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, st.rank, MPI_INFO_NULL, &st.hier_node);
+        int node_size = 1;
+        if (rc == MPI_SUCCESS) {
+            PMPI_Comm_rank(st.hier_node, &st.hier_node_rank);
+            PMPI_Comm_size(st.hier_node, &node_size);
+            rc = PMPI_Comm_split(comm, st.hier_node_rank == 0 ? 0 : MPI_UNDEFINED, st.rank, &st.hier_leaders);
+        }
+        int leader = st.hier_node_rank == 0;
+        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&leader, &st.hier_nodes, 1, MPI_INT, MPI_SUM, comm);
+        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&node_size, &st.hier_max_per_node, 1, MPI_INT, MPI_MAX, comm);
+        if (rc != MPI_SUCCESS) {
+            log_warn("could not split the communicator by node; using the flat algorithm");
+            st.hier_nodes = 1;
+        }
+    }
+    h->node = st.hier_node;
+    h->leaders = st.hier_leaders;
+    h->node_rank = st.hier_node_rank;
+    h->nodes = st.hier_nodes;
+    h->max_per_node = st.hier_max_per_node;
+    return h->nodes > 1 && h->max_per_node > 1;
+}
+
 /* The compressed path; the caller holds st.mu. */
 int run_compressed(const CollArgs &a, CommState &st) {
     CollStats &cs = stats(a.kind);
@@ -76,8 +109,15 @@ int run_compressed(const CollArgs &a, CommState &st) {
     switch (a.kind) {
         case Coll::allreduce: {
             const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
-            s = (plan.codec->flags & CODEC_SPARSE) ? coll_allreduce_sparse(c, in, out, n)
-                                                   : coll_allreduce_twophase(c, in, out, n);
+            const bool sparse = plan.codec->flags & CODEC_SPARSE;
+            HierComms h;
+            if (hierarchy(st, a.comm, &h)) { /* every rank of comm decides alike */
+                if (h.node_rank != 0) c.ef_res = nullptr, c.ef_new = nullptr;
+                s = coll_allreduce_hierarchical(c, a.sendbuf, out, n, h, sparse);
+                if (h.node_rank != 0) residual = nullptr; /* only leaders carry residuals */
+            } else {
+                s = sparse ? coll_allreduce_sparse(c, in, out, n) : coll_allreduce_twophase(c, in, out, n);
+            }
             break;
         }
         case Coll::allgather: {
@@ -94,6 +134,8 @@ int run_compressed(const CollArgs &a, CommState &st) {
     switch (s) {
         case Status::ok:
             if (residual) residual->swap(st.ef_scratch);
+            if (c.fallback_reason & BLOB_NONFINITE) cs.fallback_nonfinite++;
+            else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;
             cs.bytes_in += n * sizeof(float);
             policy_observe(st, plan, out, result_n, c.be->l2norm, c.be_ctx);

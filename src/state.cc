@@ -35,6 +35,18 @@ int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
     return MPI_SUCCESS;
 }
 
+}  // namespace
+
+CommState::~CommState() {
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (finalized) return;
+    if (hier_leaders != MPI_COMM_NULL) PMPI_Comm_free(&hier_leaders);
+    if (hier_node != MPI_COMM_NULL) PMPI_Comm_free(&hier_node);
+}
+
+namespace {
+
 int delete_cb(MPI_Comm, int, void *attr, void *) {
     delete static_cast<CommState *>(attr);
     return MPI_SUCCESS;

@@ -63,6 +63,11 @@ struct CommState {
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */
     Buffer ws_send, ws_recv; /* host blob workspaces */
+    /* hierarchy (created on first use, freed with the state) */
+    int hier_known = 0;                    /* 0 = not yet split */
+    MPI_Comm hier_node = MPI_COMM_NULL, hier_leaders = MPI_COMM_NULL;
+    int hier_node_rank = 0, hier_nodes = 1, hier_max_per_node = 1;
+    ~CommState();
     Buffer ws_f[4];          /* fp32 scratch of the CPU backend (coll/backend.h) */
 };
 

@@ -1,6 +1,8 @@
-/* Compressed allreduce, two phases (reduce-scatter then allgather), for dense codecs.
+/* Compressed allreduce, two phases (reduce-scatter then allgather), for dense codecs,
+ * pipelined over segments.
  *
- * n floats split into P chunks; rank j owns chunk j. E() = encode, D() = decode.
+ * Each segment of the buffer (chunk_bytes long) is split into P chunks; rank j owns chunk j.
+ * E() = encode, D() = decode.
  *
  *   phase 1 (alltoall of blobs)          rank r receives E(x_j[r]) from every j != r
  *       r0: E(x0[1]) E(x0[2]) ...  ──►   acc_r = sum over j = 0..P-1 in rank order of
@@ -9,29 +11,68 @@
  *       r: E2(acc_r)              ──►    writes out[j] = D(E2(acc_j)), its own chunk too,
  *                                        so the result is the same bits on every rank.
  *
+ * Pipeline (non-blocking PMPI collectives, two blob buffer sets used alternately):
+ *
+ *   E1(0) ─ I1(0) ─ E1(1) ─ W1(0) D1(0) E2(0) I2(0) ─ I1(1) ─ W2(0) D2(0) ─ E1(2) ─ W1(1) ...
+ *                   └ encoding segment 1 overlaps the exchange of segment 0 ┘
+ *
  * E2 uses the codec's reduced_params when it has them (terngrad sends the 2P+1 levels of a
  * sum exactly), else the same parameters. Codecs with a shared scale agree on it first
- * (one MAX allreduce of a double). With error feedback, x is input + residual and the new
- * residual is what E (chunks j != r) and E2 (the owned chunk) failed to carry.
+ * (one MAX allreduce of a double per call). With error feedback, x is input + residual and
+ * the new residual is what E (chunks j != r) and E2 (the owned chunk) failed to carry.
  *
  * Traffic per rank ~ 2 (P-1)/P * n * 4 / ratio bytes, like a ring allreduce.
- * Flags (NaN/Inf, local errors) seen in phase 1 are forwarded in the owner's phase-2 blob,
- * so after phase 2 every rank knows and returns before touching `out`.
- * `in` may equal `out` (MPI_IN_PLACE): `out` is written only after the last read of `in`.
+ * Flags (NaN/Inf, local errors) of a segment travel in the owners' phase-2 blobs, so after
+ * phase 2 every rank knows; that segment then runs the exact PMPI_Allreduce instead. `out`
+ * is written only segment by segment, after the last read of that segment's input, so
+ * `in` may equal `out` (MPI_IN_PLACE).
  */
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <vector>
 
 #include "coll.h"
 
 namespace compmpi {
 
+namespace {
+
+struct Segment {
+    size_t lo = 0, n = 0;   /* elements [lo, lo+n) of the buffer */
+    size_t base = 0;        /* chunk length (the last chunk may be shorter) */
+    uint8_t *send = nullptr, *recv = nullptr;
+    MPI_Request req = MPI_REQUEST_NULL;
+    uint8_t flags = 0;
+};
+
+Status start(CollCtx &c, MPI_Request *req, int rc) {
+    (void)req;
+    if (rc == MPI_SUCCESS) return Status::ok;
+    c.mpi_err = rc;
+    return Status::mpi_error;
+}
+
+Status wait(CollCtx &c, MPI_Request *req) {
+    ScopedTimer t(c.stats->ns_comm);
+    int rc = PMPI_Wait(req, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) return Status::ok;
+    c.mpi_err = rc;
+    return Status::mpi_error;
+}
+
+/* Let MPI progress an outstanding exchange while we compute (MPICH progresses
+ * non-blocking collectives only inside MPI calls). */
+void poke(MPI_Request *req) {
+    if (!req || *req == MPI_REQUEST_NULL) return;
+    int done = 0;
+    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+}
+
+}  // namespace
+
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size, r = c.rank;
-    size_t lo_r, len_r, lo0, base;
-    chunk_range(n, P, r, &lo_r, &len_r);
-    chunk_range(n, P, 0, &lo0, &base);
-
     const float *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
@@ -39,75 +80,128 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     p2.nranks = P;
     if (c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) != Status::ok) p2 = c.params;
 
-    const size_t S = (std::max(blob_max_bytes(*c.codec, base, c.params), blob_max_bytes(*c.codec, base, p2)) + 63) / 64 * 64;
-    uint8_t *send = c.st->ws_send.get(S * P);
-    uint8_t *recv = c.st->ws_recv.get(S * P);
-    float *acc = c.be->scratch(c.be_ctx, 0, base);
-    if (!send || !recv || !acc) return Status::no_memory;
+    /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */
+    const uint64_t seg_bytes = c.st->settings.chunk_bytes;
+    size_t seg = seg_bytes ? std::max<size_t>(seg_bytes / sizeof(float), 16 * static_cast<size_t>(P)) : n;
+    if (seg >= n) seg = n;
+    const size_t nseg = n ? (n + seg - 1) / seg : 0;
 
-    /* phase 1: encode every chunk but our own, exchange */
-    {
+    size_t lo0, base_max;
+    chunk_range(seg, P, 0, &lo0, &base_max);
+    const size_t S = (std::max(blob_max_bytes(*c.codec, base_max, c.params), blob_max_bytes(*c.codec, base_max, p2)) + 63) /
+                     64 * 64;
+    if (S > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
+    const int Si = static_cast<int>(S);
+    uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
+    uint8_t *recvbuf = c.st->ws_recv.get(2 * S * P);
+    float *acc = c.be->scratch(c.be_ctx, 0, base_max);
+    if (!sendbuf || !recvbuf || !acc) return Status::no_memory;
+
+    std::vector<Segment> sg(nseg);
+    for (size_t k = 0; k < nseg; ++k) {
+        sg[k].lo = k * seg;
+        sg[k].n = std::min(seg, n - sg[k].lo);
+        sg[k].send = sendbuf + (k % 2) * S * P;
+        sg[k].recv = recvbuf + (k % 2) * S * P;
+    }
+
+    auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {
         ScopedTimer t(c.stats->ns_encode);
         for (int j = 0; j < P; ++j) {
             if (j == r) continue;
             size_t lo, len;
-            chunk_range(n, P, j, &lo, &len);
+            chunk_range(g.n, P, j, &lo, &len);
             CodecParams p = c.params;
-            p.stream = rng_stream(r, c.st->calls, 1, j);
-            coll_encode(c, p, src + lo, len, send + S * j, S);
-            if (c.ef_new) coll_ef_update(c, send + S * j, S, src + lo, len, c.ef_new + lo);
+            p.stream = rng_stream(r, c.st->calls, 1, j + P * k);
+            coll_encode(c, p, src + g.lo + lo, len, g.send + S * j, S);
+            if (c.ef_new) coll_ef_update(c, g.send + S * j, S, src + g.lo + lo, len, c.ef_new + g.lo + lo);
+            poke(progress);
         }
-    }
-    CMPI_CHECK(mpi_alltoall_bytes(c, send, recv, S));
-    c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
-
-    /* accumulate our chunk in rank order */
-    uint8_t flags = 0;
-    {
-        ScopedTimer t(c.stats->ns_decode);
-        bool first = true;
-        for (int j = 0; j < P && !flags; ++j) {
-            if (j == r) {
-                if (first) c.be->copy(c.be_ctx, acc, src + lo_r, len_r);
-                else c.be->add(c.be_ctx, acc, src + lo_r, len_r);
-            } else {
-                Status s = c.be->decode(c.be_ctx, recv + S * j, S, len_r, acc, !first, c.params);
-                if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
-                else if (s != Status::ok) flags |= BLOB_ABANDON;
+    };
+    auto start1 = [&](Segment &g) {
+        c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+        return start(c, &g.req, PMPI_Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req));
+    };
+    /* after phase 1 arrived: accumulate, encode the owned chunk, start phase 2 */
+    auto reduce_and_start2 = [&](Segment &g, int k) {
+        size_t lo_r, len_r;
+        chunk_range(g.n, P, r, &lo_r, &len_r);
+        uint8_t flags = 0;
+        {
+            ScopedTimer t(c.stats->ns_decode);
+            for (int j = 0; j < P && !flags; ++j) {
+                if (j == r) {
+                    if (j == 0) c.be->copy(c.be_ctx, acc, src + g.lo + lo_r, len_r);
+                    else c.be->add(c.be_ctx, acc, src + g.lo + lo_r, len_r);
+                } else {
+                    Status s = c.be->decode(c.be_ctx, g.recv + S * j, S, len_r, acc, j > 0, c.params);
+                    if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
+                    else if (s != Status::ok) flags |= BLOB_ABANDON;
+                }
             }
-            first = false;
         }
-    }
+        uint8_t *mine = g.recv + S * r; /* slot r was not used by phase 1 */
+        {
+            ScopedTimer t(c.stats->ns_encode);
+            CodecParams p = p2;
+            p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
+            if (flags) coll_write_flag(c, p, len_r, flags, mine);
+            else coll_encode(c, p, acc, len_r, mine, S);
+            if (c.ef_new && !flags) coll_ef_update(c, mine, S, acc, len_r, c.ef_new + g.lo + lo_r);
+        }
+        c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+        c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);
+        return start(c, &g.req,
+                     PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.recv, Si, MPI_BYTE, c.comm, &g.req));
+    };
+    /* after phase 2 arrived: every rank sees the same slots; decode or fall back */
+    auto finish = [&](Segment &g) -> Status {
+        uint8_t flags = 0;
+        for (int j = 0; j < P; ++j) {
+            size_t lo, len;
+            chunk_range(g.n, P, j, &lo, &len);
+            BlobInfo info;
+            flags |= blob_peek(g.recv + S * j, S, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+        }
+        g.flags = flags;
+        if (flags) {
+            /* exact path for this segment (its input is still intact) */
+            ScopedTimer t(c.stats->ns_comm);
+            const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + g.lo);
+            int rc = PMPI_Allreduce(sb, out + g.lo, static_cast<int>(g.n), MPI_FLOAT, MPI_SUM, c.comm);
+            if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+            /* the exact path sent `in`, not input + residual: the residual is still owed */
+            if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + g.lo, c.ef_res + g.lo, g.n);
+            return Status::ok;
+        }
+        ScopedTimer t(c.stats->ns_decode);
+        for (int j = 0; j < P; ++j) {
+            size_t lo, len;
+            chunk_range(g.n, P, j, &lo, &len);
+            CMPI_CHECK(c.be->decode(c.be_ctx, g.recv + S * j, S, len, out + g.lo + lo, false, c.params));
+        }
+        return Status::ok;
+    };
 
-    /* phase 2: encode our reduced chunk into our slot, allgather the slots */
-    uint8_t *mine = recv + S * r; /* slot r of recv was not used by phase 1 */
-    {
-        ScopedTimer t(c.stats->ns_encode);
-        CodecParams p = p2;
-        p.stream = rng_stream(r, c.st->calls, 2, r);
-        if (flags) coll_write_flag(c, p, len_r, flags, mine);
-        else coll_encode(c, p, acc, len_r, mine, S);
-        if (c.ef_new && !flags) coll_ef_update(c, mine, S, acc, len_r, c.ef_new + lo_r);
+    if (nseg == 0) return Status::ok;
+    encode1(sg[0], 0, nullptr);
+    CMPI_CHECK(start1(sg[0]));
+    for (size_t k = 0; k < nseg; ++k) {
+        Segment &g = sg[k];
+        if (k + 1 < nseg) encode1(sg[k + 1], static_cast<int>(k + 1), &g.req); /* overlaps phase 1 of k */
+        CMPI_CHECK(wait(c, &g.req));
+        CMPI_CHECK(reduce_and_start2(g, static_cast<int>(k)));
+        if (k + 1 < nseg) CMPI_CHECK(start1(sg[k + 1]));
+        CMPI_CHECK(wait(c, &g.req));
+        CMPI_CHECK(finish(g)); /* overlaps phase 1 of k + 1 */
     }
-    CMPI_CHECK(mpi_allgather_inplace_bytes(c, recv, S));
-    c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
-    c.stats->bytes_uncompressed_wire += 2 * (n - len_r) * sizeof(float);
-
-    /* every rank sees the same slots: decide before writing `out` */
-    flags = 0;
-    for (int j = 0; j < P; ++j) {
-        size_t lo, len;
-        chunk_range(n, P, j, &lo, &len);
-        BlobInfo info;
-        flags |= blob_peek(recv + S * j, S, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
-    }
-    CMPI_CHECK(coll_flag_status(flags));
-    ScopedTimer t(c.stats->ns_decode);
-    for (int j = 0; j < P; ++j) {
-        size_t lo, len;
-        chunk_range(n, P, j, &lo, &len);
-        CMPI_CHECK(c.be->decode(c.be_ctx, recv + S * j, S, len, out + lo, false, c.params));
-    }
+    /* Which segments fell back is what the caller's statistics and error feedback need. */
+    uint8_t all = 0;
+    for (const Segment &g : sg) all |= g.flags;
+    c.segments_fallback = 0;
+    for (const Segment &g : sg) c.segments_fallback += g.flags != 0;
+    if (all & BLOB_NONFINITE) c.fallback_reason = BLOB_NONFINITE;
+    else if (all) c.fallback_reason = BLOB_ABANDON;
     return Status::ok;
 }
 

@@ -1,0 +1,104 @@
+#!/bin/bash
+# mpirun.sh — run an MPI program with one rank per emulated host of the
+# cluster made by cluster.sh (rank k in namespace cmpik, address 10.77.0.(k+1)).
+#
+#   mpirun.sh -n P [--preload LIB] [--mpi-prefix PREFIX] [--timeout SEC]
+#             [-genv K V ...] -- PROGRAM ARGS...
+#
+#   -n P              number of ranks (the cluster must have >= P hosts)
+#   --preload LIB     LD_PRELOAD=LIB for the ranks only (passed with -genv, so
+#                     mpiexec and the hydra proxies are not preloaded)
+#   --mpi-prefix DIR  use DIR/bin/mpiexec instead of Debian's mpiexec.mpich
+#                     (also settable as MPI_PREFIX in the environment)
+#   --timeout SEC     kill the whole job after SEC seconds (exit 124)
+#   --finalize-fix    also preload build/ucx_finalize_fix.so (built on demand):
+#                     avoids the MPI_Finalize hang of Debian's MPICH ch4:ucx over
+#                     UCX TCP (see ucx_finalize_fix.c); only changes MPI_Finalize
+#   --ucx-eager       -genv UCX_RNDV_THRESH inf: UCX sends every message eagerly
+#                     (no rendezvous handshake); much steadier times on the shaped
+#                     links, see README.md (ignored by a ch3 build)
+#   -genv K V         extra environment for the ranks (repeatable)
+#   -v                print the mpiexec command line
+#
+# The job runs mpiexec inside cmpi0 with hydra's rsh launcher replaced by
+# nsrsh, so each proxy/rank is started inside its own namespace, and forces
+# UCX (ch4:ucx) onto the shaped link: UCX_TLS=tcp,self UCX_NET_DEVICES=eth0.
+set -euo pipefail
+
+dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IFACE=eth0
+NET=10.77.0
+
+die() { echo "mpirun.sh: error: $*" >&2; exit 2; }
+
+np=""; preload=""; timeout_s=""; verbose=0; ffix=0; eager=0
+mpi_prefix=${MPI_PREFIX:-}
+genv=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n|-np) np=${2:-}; shift 2 ;;
+        --preload) preload=${2:-}; shift 2 ;;
+        --mpi-prefix) mpi_prefix=${2:-}; shift 2 ;;
+        --timeout) timeout_s=${2:-}; shift 2 ;;
+        --finalize-fix) ffix=1; shift ;;
+        --ucx-eager) eager=1; shift ;;
+        -genv) [ $# -ge 3 ] || die "-genv needs K V"; genv+=(-genv "$2" "$3"); shift 3 ;;
+        -v) verbose=1; shift ;;
+        --) shift; break ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        *) die "unknown option '$1' (program and its arguments go after --)" ;;
+    esac
+done
+[ $# -ge 1 ] || die "usage: mpirun.sh -n P [--preload LIB] [-genv K V ...] -- PROGRAM ARGS"
+[[ $np =~ ^[0-9]+$ ]] && [ "$np" -ge 1 ] || die "-n P needs a positive integer"
+[ "$(id -u)" -eq 0 ] || die "must be run as root (ip netns exec)"
+
+for ((k = 0; k < np; k++)); do
+    ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "cmpi$k" \
+        || die "cluster has no host cmpi$k; run: $dir/cluster.sh up $np RATE"
+done
+
+if [ -n "$mpi_prefix" ]; then
+    mpiexec=$mpi_prefix/bin/mpiexec
+    [ -x "$mpiexec" ] || die "$mpiexec not found (build it with build_mpich_ch3.sh $mpi_prefix)"
+else
+    mpiexec=$(command -v mpiexec.mpich) || die "mpiexec.mpich not found (apt-get install mpich)"
+fi
+if [ -n "$preload" ]; then
+    [ -f "$preload" ] || die "--preload: no such file: $preload"
+    case $preload in /*) ;; *) preload=$(pwd)/$preload ;; esac
+fi
+if [ $ffix -eq 1 ]; then
+    fix=$dir/build/ucx_finalize_fix.so
+    if [ ! -f "$fix" ] || [ "$dir/ucx_finalize_fix.c" -nt "$fix" ]; then
+        mkdir -p "$dir/build"
+        cc -O2 -shared -fPIC -o "$fix" "$dir/ucx_finalize_fix.c" || die "could not build $fix"
+    fi
+    preload=$fix${preload:+:$preload}
+fi
+[ -n "$preload" ] && genv=(-genv LD_PRELOAD "$preload" "${genv[@]}")
+[ $eager -eq 1 ] && genv=(-genv UCX_RNDV_THRESH inf "${genv[@]}")
+
+hosts=""
+for ((k = 1; k <= np; k++)); do hosts+="${hosts:+,}$NET.$k:1"; done
+
+# shellcheck disable=SC2054  # "tcp,self" is one element
+cmd=("$mpiexec" -launcher rsh -launcher-exec "$dir/nsrsh" -hosts "$hosts" -iface "$IFACE"
+     -n "$np"
+     -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES "$IFACE"
+     "${genv[@]}" "$@")
+[ $verbose -eq 1 ] && echo "mpirun.sh: ip netns exec cmpi0 ${cmd[*]}" >&2
+
+# The caller's own LD_PRELOAD must not leak into mpiexec or (through hydra's
+# default environment propagation) into the ranks of an uncompressed run.
+if [ -n "$timeout_s" ]; then
+    # TERM first (hydra then tears the job down), KILL 10 s later.
+    rc=0
+    env -u LD_PRELOAD timeout -k 10 "$timeout_s" ip netns exec cmpi0 "${cmd[@]}" || rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "mpirun.sh: job timed out after ${timeout_s}s; killing leftovers in the cluster" >&2
+        "$dir/cluster.sh" kill || true
+    fi
+    exit $rc
+fi
+exec env -u LD_PRELOAD ip netns exec cmpi0 "${cmd[@]}"
