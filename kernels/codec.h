@@ -68,6 +68,8 @@ enum CodecFlags : uint32_t {
     CODEC_SHARED_SCALE = 1u << 2,  /* has prepare(): ranks MAX-reduce a statistic before encode */
     CODEC_STOCHASTIC = 1u << 3,    /* uses seed/stream */
     CODEC_ADAPTIVE_BITS = 1u << 4, /* the awp policy may change bits */
+    CODEC_SPATIAL_SPARSE = 1u << 5, /* decoded data is sparse in its own domain (topk, sparse):
+                                       the allreduce may sum exact sparse partial sums */
 };
 
 struct CodecOps {

@@ -27,6 +27,12 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
         case CodecId::none:
             p->bits = 0;
             break;
+        case CodecId::q8:
+            /* always 8 bits; the q8_type index is the header variant (kernels/q8/q8.h,
+             * checked by tests/unit/test_q8.cc) */
+            p->bits = 8;
+            p->variant = static_cast<uint8_t>(s.q8_type);
+            break;
         default:
             break;
     }

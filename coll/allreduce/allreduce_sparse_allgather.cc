@@ -1,21 +1,218 @@
-/* Compressed allreduce for sparse codecs (topk, fft_topk): every rank encodes its whole
- * contribution once; blobs of different sizes are allgathered; every rank decodes all of
- * them and sums in rank order, so the result is the same bits everywhere.
+/* Compressed allreduce for sparse codecs (topk, fft_topk, sparse), sparse-aware.
  *
- *   rank j: b_j = E(x_j)   ──PMPI_Allgather(|b_j|)──►  sizes, offsets
- *                          ──PMPI_Allgatherv(b_j)───►  b_0 b_1 ... b_{P-1} on every rank
- *   every rank: out = D(b_0); out += D(b_1); ... ; out += D(b_{P-1})
+ * Every rank encodes its whole contribution once: b_j = E(x_j). Then the ranks exchange
+ * (|b_j|, nnz_j, flags_j) and all choose the same path from those numbers:
  *
- * Traffic per rank: (P-1) * |b| received. A sum of sparse vectors densifies; switching to
- * the dense reduce-scatter path when the union becomes dense is the job of the
- * sparse-aware collectives (see docs/design.md). With error feedback x_j = input + residual
- * and the new residual is x_j - D(b_j). */
+ * A. allgather (small P, or data sparse only in another domain such as fft_topk's spectrum)
+ *      ──PMPI_Allgatherv(b_j)──► b_0 ... b_{P-1} on every rank
+ *      out = D(b_0) + D(b_1) + ... + D(b_{P-1})           (rank order: same bits everywhere)
+ *
+ * B. sparse reduce-scatter + allgather (SparCML), for codecs whose decoded data is sparse
+ *    in its own domain (CODEC_SPATIAL_SPARSE): s_j = D(b_j) is an exact sparse vector
+ *      phase 1: chunk k of s_j, packed exactly by the `sparse` codec (index list, bitmap
+ *               or dense, whichever is smallest), goes to rank k (alltoallv)
+ *      rank k:  u_k = sum over j in rank order of chunk k of s_j   (exact fp32 sums)
+ *      phase 2: u_k packed by `sparse` again -- as the union densifies the packer switches
+ *               to bitmap, then to dense -- allgatherv; out = concatenation of the u_k
+ *
+ *    Bytes received per rank, with s = the size of one b_j and U that of the union:
+ *      A: (P-1) s          B: (P-1)/P (s + U)
+ *    B wins when the union stays sparse relative to P. U is estimated from the densities
+ *    as n (1 - prod_j (1 - d_j)) (independent positions); every rank evaluates the same
+ *    numbers, so all choose alike.
+ *
+ * A flag on any rank (NaN/Inf, local error) is seen by all in the size exchange: nothing is
+ * written to `out` and the caller runs the exact collective. With error feedback x_j is
+ * input + residual and the new residual is x_j - D(b_j). */
+#include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "coll.h"
 
 namespace compmpi {
+
+namespace {
+
+struct Exchange {
+    uint64_t len, nnz, flags;
+};
+
+Status check_rc(CollCtx &c, int rc) {
+    if (rc == MPI_SUCCESS) return Status::ok;
+    c.mpi_err = rc;
+    return Status::mpi_error;
+}
+
+/* Allgatherv of variable-size byte blocks (sizes known to all). */
+Status allgatherv_bytes(CollCtx &c, const uint8_t *mine, size_t len, uint8_t *all, const std::vector<size_t> &lens,
+                        const std::vector<size_t> &displs) {
+    ScopedTimer t(c.stats->ns_comm);
+    const int P = c.size;
+    size_t total = displs[P - 1] + lens[P - 1];
+    if (total <= INT_MAX) {
+        std::vector<int> ic(P), id(P);
+        for (int j = 0; j < P; ++j) ic[j] = static_cast<int>(lens[j]), id[j] = static_cast<int>(displs[j]);
+        return check_rc(c, PMPI_Allgatherv(mine, static_cast<int>(len), MPI_BYTE, all, ic.data(), id.data(), MPI_BYTE,
+                                           c.comm));
+    }
+#ifdef HAVE_MPI_LARGE_COUNT
+    std::vector<MPI_Count> cc(lens.begin(), lens.end());
+    std::vector<MPI_Aint> ad(displs.begin(), displs.end());
+    return check_rc(c, PMPI_Allgatherv_c(mine, static_cast<MPI_Count>(len), MPI_BYTE, all, cc.data(), ad.data(),
+                                         MPI_BYTE, c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
+size_t packed_size(size_t n, double nnz) {
+    double k = std::min<double>(nnz, static_cast<double>(n));
+    return static_cast<size_t>(std::min({8.0 * k, n / 8.0 + 4.0 * k, 4.0 * n})) + 8 + kBlobHeaderBytes;
+}
+
+Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::vector<Exchange> &ex, float *out,
+                      size_t n) {
+    const int P = c.size;
+    std::vector<size_t> lens(P), displs(P);
+    size_t total = 0;
+    for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = total, total += ex[j].len;
+    uint8_t *all = c.st->ws_recv.get(total ? total : 1);
+    if (!all) return Status::no_memory;
+    CMPI_CHECK(allgatherv_bytes(c, mine, len, all, lens, displs));
+    c.stats->bytes_wire += len * static_cast<size_t>(P - 1);
+    /* validate every blob before writing `out` (same bytes on every rank: same verdict) */
+    for (int j = 0; j < P; ++j) {
+        BlobInfo info;
+        if (blob_peek(all + displs[j], lens[j], n, &info) != Status::ok || info.flags) return Status::corrupt;
+    }
+    ScopedTimer t(c.stats->ns_decode);
+    for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
+    return Status::ok;
+}
+
+Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *out, size_t n) {
+    const int P = c.size, r = c.rank;
+    const CodecOps &sp = *codec_by_id(static_cast<int>(CodecId::sparse));
+    CodecParams sp_p;
+    sp_p.simd = c.params.simd;
+    sp_p.threads = c.params.threads;
+    /* s_r = D(b_r): our exact sparse contribution */
+    (void)mine;
+    (void)len;
+    float *s = c.be->scratch(c.be_ctx, 2, n); /* decoded before the path choice */
+    size_t lo0, base;
+    chunk_range(n, P, 0, &lo0, &base);
+    float *acc = c.be->scratch(c.be_ctx, 0, base);
+    if (!s || !acc) return Status::no_memory;
+
+    /* phase 1: chunk j of s, packed, to rank j */
+    const size_t cap = blob_max_bytes(sp, base, sp_p);
+    uint8_t *send = c.st->ws_send.get(cap * P);
+    std::vector<uint64_t> slen(P, 0), rlen(P, 0);
+    if (!send) return Status::no_memory;
+    {
+        ScopedTimer t(c.stats->ns_encode);
+        for (int j = 0; j < P; ++j) {
+            if (j == r) continue;
+            size_t lo, l;
+            chunk_range(n, P, j, &lo, &l);
+            size_t bl = 0;
+            /* lossless: cannot fail on valid input; a failure flags ABANDON for all */
+            c.be->encode(c.be_ctx, sp, sp_p, s + lo, l, send + cap * j, cap, &bl);
+            slen[j] = bl;
+        }
+    }
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        CMPI_CHECK(check_rc(c, PMPI_Alltoall(slen.data(), 1, MPI_UINT64_T, rlen.data(), 1, MPI_UINT64_T, c.comm)));
+    }
+    std::vector<MPI_Count> scnt(P), sdis(P), rcnt(P), rdis(P);
+    size_t rtotal = 0;
+    for (int j = 0; j < P; ++j) {
+        scnt[j] = static_cast<MPI_Count>(slen[j]);
+        sdis[j] = static_cast<MPI_Count>(cap * j);
+        rcnt[j] = static_cast<MPI_Count>(rlen[j]);
+        rdis[j] = static_cast<MPI_Count>(rtotal);
+        rtotal += rlen[j];
+        c.stats->bytes_wire += slen[j];
+    }
+    uint8_t *recv = c.st->ws_recv.get(rtotal ? rtotal : 1);
+    if (!recv) return Status::no_memory;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        if (cap * P <= INT_MAX && rtotal <= INT_MAX) {
+            std::vector<int> a(P), b(P), d(P), e(P);
+            for (int j = 0; j < P; ++j)
+                a[j] = static_cast<int>(scnt[j]), b[j] = static_cast<int>(sdis[j]), d[j] = static_cast<int>(rcnt[j]),
+                e[j] = static_cast<int>(rdis[j]);
+            CMPI_CHECK(check_rc(c, PMPI_Alltoallv(send, a.data(), b.data(), MPI_BYTE, recv, d.data(), e.data(),
+                                                  MPI_BYTE, c.comm)));
+        } else {
+#ifdef HAVE_MPI_LARGE_COUNT
+            std::vector<MPI_Aint> sd(sdis.begin(), sdis.end()), rd(rdis.begin(), rdis.end());
+            CMPI_CHECK(check_rc(c, PMPI_Alltoallv_c(send, scnt.data(), sd.data(), MPI_BYTE, recv, rcnt.data(),
+                                                    rd.data(), MPI_BYTE, c.comm)));
+#else
+            return Status::unsupported;
+#endif
+        }
+    }
+    /* our chunk of the union, exact sums in rank order */
+    size_t lo_r, len_r;
+    chunk_range(n, P, r, &lo_r, &len_r);
+    uint8_t flags = 0;
+    {
+        ScopedTimer t(c.stats->ns_decode);
+        for (int j = 0; j < P && !flags; ++j) {
+            if (j == r) {
+                if (j == 0) c.be->copy(c.be_ctx, acc, s + lo_r, len_r);
+                else c.be->add(c.be_ctx, acc, s + lo_r, len_r);
+            } else if (c.be->decode(c.be_ctx, recv + rdis[j], rlen[j], len_r, acc, j > 0, sp_p) != Status::ok) {
+                flags |= BLOB_ABANDON;
+            }
+        }
+    }
+    /* phase 2: the union chunk, packed (densifies gracefully), allgathered */
+    const size_t cap2 = blob_max_bytes(sp, len_r, sp_p);
+    uint8_t *mine2 = c.st->ws_send.get(std::max(cap2, cap * P)); /* phase-1 send buffer is free now */
+    size_t len2 = kBlobHeaderBytes;
+    if (flags) coll_write_flag(c, sp_p, len_r, flags, mine2);
+    else {
+        ScopedTimer t(c.stats->ns_encode);
+        c.be->encode(c.be_ctx, sp, sp_p, acc, len_r, mine2, cap2, &len2);
+    }
+    std::vector<uint64_t> l2(P);
+    uint64_t my2 = len2;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        CMPI_CHECK(check_rc(c, PMPI_Allgather(&my2, 1, MPI_UINT64_T, l2.data(), 1, MPI_UINT64_T, c.comm)));
+    }
+    std::vector<size_t> lens(P), displs(P);
+    size_t total = 0;
+    for (int j = 0; j < P; ++j) lens[j] = l2[j], displs[j] = total, total += l2[j];
+    uint8_t *all = c.st->ws_recv.get(total ? total : 1); /* phase-1 receive buffer is free now */
+    if (!all) return Status::no_memory;
+    CMPI_CHECK(allgatherv_bytes(c, mine2, len2, all, lens, displs));
+    c.stats->bytes_wire += len2 * static_cast<size_t>(P - 1);
+    for (int j = 0; j < P; ++j) {
+        size_t lo, l;
+        chunk_range(n, P, j, &lo, &l);
+        BlobInfo info;
+        if (blob_peek(all + displs[j], lens[j], l, &info) != Status::ok || info.flags) return Status::corrupt;
+    }
+    ScopedTimer t(c.stats->ns_decode);
+    for (int j = 0; j < P; ++j) {
+        size_t lo, l;
+        chunk_range(n, P, j, &lo, &l);
+        CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], l, out + lo, false, sp_p));
+    }
+    return Status::ok;
+}
+
+}  // namespace
 
 Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size;
@@ -23,63 +220,58 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
-    uint8_t *mine = c.st->ws_send.get(S);
+    uint8_t *mine = c.st->ws_aux_blob.get(S);
     if (!mine) return Status::no_memory;
     size_t len = 0;
+    uint8_t flag;
     {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, 0);
-        coll_encode(c, p, src, n, mine, S, &len);
+        flag = coll_encode(c, p, src, n, mine, S, &len);
         if (c.ef_new) coll_ef_update(c, mine, len, src, n, c.ef_new);
     }
-    std::vector<uint64_t> lens(P);
-    std::vector<MPI_Count> counts(P), displs(P);
-    uint64_t mylen = len;
-    {
-        ScopedTimer t(c.stats->ns_comm);
-        int rc = PMPI_Allgather(&mylen, 1, MPI_UINT64_T, lens.data(), 1, MPI_UINT64_T, c.comm);
-        if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-    }
-    size_t total = 0;
-    for (int j = 0; j < P; ++j) {
-        counts[j] = static_cast<MPI_Count>(lens[j]);
-        displs[j] = static_cast<MPI_Count>(total);
-        total += lens[j];
-    }
-    uint8_t *all = c.st->ws_recv.get(total ? total : 1);
-    if (!all) return Status::no_memory; /* every rank knows `total`: they all fail alike only if memory is equal */
-    {
-        ScopedTimer t(c.stats->ns_comm);
-        int rc;
-        if (total <= INT_MAX) {
-            std::vector<int> ic(P), id(P);
-            for (int j = 0; j < P; ++j) ic[j] = static_cast<int>(counts[j]), id[j] = static_cast<int>(displs[j]);
-            rc = PMPI_Allgatherv(mine, static_cast<int>(len), MPI_BYTE, all, ic.data(), id.data(), MPI_BYTE, c.comm);
+    /* density of our decoded contribution, where it is sparse in the data's own domain:
+     * decode it (path B needs it anyway) and count the nonzeros */
+    uint64_t nnz = n;
+    const bool spatial = (c.codec->flags & CODEC_SPATIAL_SPARSE) && P > 2;
+    if (!flag && spatial) {
+        float *s = c.be->scratch(c.be_ctx, 2, n);
+        if (s && c.be->decode(c.be_ctx, mine, len, n, s, false, c.params) == Status::ok) {
+            nnz = 0;
+            for (size_t i = 0; i < n; ++i) nnz += s[i] != 0.0f;
         } else {
-#ifdef HAVE_MPI_LARGE_COUNT
-            std::vector<MPI_Aint> ad(displs.begin(), displs.end());
-            rc = PMPI_Allgatherv_c(mine, static_cast<MPI_Count>(len), MPI_BYTE, all, counts.data(), ad.data(), MPI_BYTE,
-                                   c.comm);
-#else
-            rc = MPI_ERR_COUNT;
-#endif
+            flag = BLOB_ABANDON;
         }
-        if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     }
-    c.stats->bytes_wire += len * static_cast<size_t>(P - 1) + sizeof(uint64_t) * static_cast<size_t>(P - 1);
+    std::vector<Exchange> ex(P);
+    Exchange me{len, nnz, flag};
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        CMPI_CHECK(check_rc(c, PMPI_Allgather(&me, 3, MPI_UINT64_T, ex.data(), 3, MPI_UINT64_T, c.comm)));
+    }
+    c.stats->bytes_wire += sizeof(Exchange) * static_cast<size_t>(P - 1);
     c.stats->bytes_uncompressed_wire += 2 * n * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
-
     uint8_t flags = 0;
-    for (int j = 0; j < P; ++j) {
-        BlobInfo info;
-        flags |= blob_peek(all + displs[j], lens[j], n, &info) == Status::ok ? info.flags : BLOB_ABANDON;
-    }
+    for (const Exchange &e : ex) flags |= static_cast<uint8_t>(e.flags);
     CMPI_CHECK(coll_flag_status(flags));
-    ScopedTimer t(c.stats->ns_decode);
-    for (int j = 0; j < P; ++j)
-        CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
-    return Status::ok;
+
+    /* choose the path (same numbers on every rank) */
+    bool twophase = false;
+    if (spatial) {
+        double a = 0, s_sum = 0, keep = 1;
+        for (const Exchange &e : ex) {
+            a += static_cast<double>(e.len);
+            s_sum += static_cast<double>(packed_size(n, static_cast<double>(e.nnz)));
+            keep *= 1.0 - static_cast<double>(e.nnz) / static_cast<double>(n ? n : 1);
+        }
+        const double cost_a = a * (P - 1) / P; /* bytes received per rank, averaged */
+        const double union_nnz = n * (1.0 - keep);
+        const double cost_b = (P - 1.0) / P * (s_sum / P + static_cast<double>(packed_size(n, union_nnz)));
+        twophase = cost_b < 0.9 * cost_a;
+    }
+    if (twophase) c.stats->sparse_twophase++;
+    return twophase ? path_sparse_twophase(c, mine, len, out, n) : path_allgather(c, mine, len, ex, out, n);
 }
 
 }  // namespace compmpi

@@ -1,0 +1,408 @@
+/* q8 CPU kernels: scalar, AVX2 and AVX-512 (F/BW/VL/VBMI), chosen at run time; OpenMP
+ * splits large buffers into fixed blocks. Every path writes identical bytes (tests/unit).
+ *
+ * Encode, two passes:
+ *   1. max-abs: integer max of the |x| bit patterns (== float max for finite values; a
+ *      result >= 0x7F800000 means NaN/Inf), per block, then over blocks (order-free).
+ *   2. y = min(|x| * (1/max), 1) in fp32, then the nearest of the 128 magnitudes without a
+ *      search: the top 16 bits of y (exponent + 7 mantissa bits) index a table whose entry
+ *      holds the code of the bucket's lower end and, if one of the 127 decision thresholds
+ *      falls inside the bucket, that threshold's low 16 bits; so
+ *         code = base + ((bits(y) & 0xFFFF) > low16)          (one gather + 4 integer ops)
+ *      is an exact float comparison against the threshold. Thresholds are exact midpoints
+ *      of neighbouring fp32 magnitudes (ties go to the smaller magnitude); the table is
+ *      checked at build time to hold at most one threshold per bucket.
+ * Decode: 256-entry table (magnitude * scale, sign in bit 7). AVX-512 VBMI looks up 64
+ * codes at once, one vpermi2b per byte plane of the fp32 result.
+ */
+#include "q8/q8.h"
+
+/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
+ * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "log.h"
+
+namespace compmpi::q8 {
+namespace {
+
+/* Bucket key = (bits(y) >> 16) - kKeyOff: 7 mantissa bits per binade, binades 2^-32..2^0
+ * (everything below 2^-32 shares bucket 0, which must hold code 0 and no threshold). */
+constexpr int kKeyShift = 16;
+constexpr int32_t kKeyOff = (127 - 32) << 7;
+constexpr int kLutSize = (32 << 7) + 1; /* key of y = 1.0 is 32 << 7 */
+
+/* A table that breaks its invariants is a bug in this file, not a run-time condition. */
+[[noreturn]] void table_bug(const char *what, int type, int at) {
+    log_error("q8: internal table error (%s) in type %d at %d", what, type, at);
+    std::abort();
+}
+
+struct Tables {
+    float mag[kNumTypes][128];
+    uint32_t lut[kNumTypes][kLutSize];
+};
+
+inline uint32_t fbits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+inline float bitsf(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+/* numerator / denominator of each exact magnitude: integers, one correctly rounded
+ * division, so every machine builds the same fp32 table (no libm). */
+double exact(int type, int m) {
+    if (m == 0) return 0.0;
+    double pow10[9] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+    switch (type) {
+        case kDynamicTree: {
+            int k = 31 - __builtin_clz(static_cast<unsigned>(m)); /* fraction bits */
+            int E = 6 - k;                                         /* leading zeros */
+            int f = m - (1 << k);
+            /* 10^-E (0.1 + 0.9 (2f+1) / 2^(k+1)) */
+            return static_cast<double>((1 << (k + 1)) + 9 * (2 * f + 1)) / (pow10[E + 1] * (1 << (k + 1)));
+        }
+        case kLinear: return m / 127.0;
+        case kStaticTree: { /* 10^(e-7) (0.1 + 0.9 (2f+1) / 32) */
+            int e = m >> 4, f = m & 15;
+            return static_cast<double>(32 + 9 * (2 * f + 1)) / (320.0 * pow10[7 - e]);
+        }
+        case kMantissa: { /* 10^(e-7) (0.1 + 0.9 f / 16) */
+            int e = m >> 4, f = m & 15;
+            return static_cast<double>(16 + 9 * f) / (160.0 * pow10[7 - e]);
+        }
+    }
+    return NAN;
+}
+
+/* Largest float t with 2t <= a + b: y <= t is at least as close to a as to b. */
+float threshold(float a, float b) {
+    double s = static_cast<double>(a) + b; /* exact: neighbours are close in magnitude */
+    float t = static_cast<float>(s / 2);
+    while (2.0 * t > s) t = std::nextafter(t, 0.0f);
+    while (2.0 * std::nextafter(t, 2.0f) <= s) t = std::nextafter(t, 2.0f);
+    return t;
+}
+
+void build_type(Tables &T, int type) {
+    float *mag = T.mag[type];
+    for (int m = 0; m < 128; ++m) mag[m] = static_cast<float>(exact(type, m));
+    uint32_t tb[127];
+    for (int i = 0; i < 127; ++i) {
+        if (!(mag[i + 1] > mag[i])) table_bug("magnitudes not increasing", type, i);
+        tb[i] = fbits(threshold(mag[i], mag[i + 1]));
+    }
+    for (int key = 0; key < kLutSize; ++key) {
+        uint32_t lo = static_cast<uint32_t>(key + kKeyOff) << kKeyShift, hi = lo | 0xFFFFu;
+        if (key == 0) lo = 0;
+        uint32_t base = 0, low = 0xFFFFu;
+        int inside = 0;
+        for (int i = 0; i < 127; ++i) {
+            if (tb[i] < lo) ++base;
+            else if (tb[i] < hi) ++inside, low = tb[i] & 0xFFFFu;
+        }
+        if (inside > 1 || (key == 0 && (base || inside)))
+            table_bug("bucket holds more than one threshold", type, key);
+        T.lut[type][key] = base << 16 | low;
+    }
+}
+
+const Tables &tables() {
+    static const Tables t = [] {
+        Tables p;
+        for (int type = 0; type < kNumTypes; ++type) build_type(p, type);
+        return p;
+    }();
+    return t;
+}
+
+/* ---------------------------------------------------------------- max-abs */
+uint32_t maxabs_scalar(const float *in, size_t n) {
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; ++i) m = std::max(m, fbits(in[i]) & 0x7FFFFFFFu);
+    return m;
+}
+
+#define AVX2 __attribute__((target("avx2")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+AVX2 uint32_t maxabs_avx2(const float *in, size_t n) {
+    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_epu32(m0, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i))));
+        m1 = _mm256_max_epu32(m1, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i + 8))));
+    }
+    alignas(32) uint32_t v[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(v), _mm256_max_epu32(m0, m1));
+    uint32_t m = maxabs_scalar(in + i, n - i);
+    for (uint32_t x : v) m = std::max(m, x);
+    return m;
+}
+
+AVX512 uint32_t maxabs_avx512(const float *in, size_t n) {
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm512_max_epu32(m0, _mm512_and_si512(abs, _mm512_loadu_si512(in + i)));
+        m1 = _mm512_max_epu32(m1, _mm512_and_si512(abs, _mm512_loadu_si512(in + i + 16)));
+    }
+    return std::max(maxabs_scalar(in + i, n - i), _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)));
+}
+
+/* ---------------------------------------------------------------- encode */
+struct EncCtx {
+    const uint32_t *lut;
+    float inv;   /* 1 / scale (finite), or 0 when scale is 0 */
+    float scale; /* used by the division fallback */
+    bool divide; /* 1/scale overflows: y = |x| / scale, scalar, on every path */
+};
+
+inline uint8_t code_scalar(uint32_t u, float y, const uint32_t *lut) {
+    uint32_t yu = fbits(std::min(y, 1.0f));
+    int32_t key = std::max(static_cast<int32_t>(yu >> kKeyShift) - kKeyOff, 0);
+    uint32_t e = lut[key];
+    uint32_t c = (e >> 16) + static_cast<uint32_t>((yu & 0xFFFFu) > (e & 0xFFFFu));
+    return static_cast<uint8_t>(c | ((u >> 24) & 0x80u));
+}
+
+void encode_scalar(const float *in, size_t n, const EncCtx &c, uint8_t *out) {
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t u = fbits(in[i]);
+        float a = bitsf(u & 0x7FFFFFFFu);
+        out[i] = code_scalar(u, c.divide ? a / c.scale : a * c.inv, c.lut);
+    }
+}
+
+AVX2 inline __m256i code_avx2(const float *p, __m256 inv, const uint32_t *lut) {
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), lo16 = _mm256_set1_epi32(0xFFFF);
+    const __m256i off = _mm256_set1_epi32(kKeyOff), sbit = _mm256_set1_epi32(0x80);
+    __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    __m256 y = _mm256_min_ps(_mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(u, absm)), inv), _mm256_set1_ps(1.0f));
+    __m256i yu = _mm256_castps_si256(y);
+    __m256i key = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(yu, kKeyShift), off), _mm256_setzero_si256());
+    __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int *>(lut), key, 4);
+    /* both sides < 2^16: a signed compare is exact; true = -1, so subtract */
+    __m256i gt = _mm256_cmpgt_epi32(_mm256_and_si256(yu, lo16), _mm256_and_si256(e, lo16));
+    __m256i c = _mm256_sub_epi32(_mm256_srli_epi32(e, 16), gt);
+    return _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi32(u, 24), sbit));
+}
+
+AVX2 void encode_avx2(const float *in, size_t n, const EncCtx &c, uint8_t *out) {
+    const __m256 inv = _mm256_set1_ps(c.inv);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = code_avx2(in + i, inv, c.lut), b = code_avx2(in + i + 8, inv, c.lut);
+        __m256i d = code_avx2(in + i + 16, inv, c.lut), e = code_avx2(in + i + 24, inv, c.lut);
+        __m256i q = _mm256_packus_epi16(_mm256_packus_epi32(a, b), _mm256_packus_epi32(d, e));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), _mm256_permutevar8x32_epi32(q, perm));
+    }
+    encode_scalar(in + i, n - i, c, out + i);
+}
+
+/* ---------------------------------------------------------------- decode */
+struct DecCtx {
+    alignas(64) uint32_t tab[256]; /* fp32 bits of sign * magnitude * scale */
+    alignas(64) uint8_t plane[4][128]; /* byte b of tab[m], m < 128 */
+};
+
+void decode_scalar(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add) {
+    for (size_t i = 0; i < n; ++i) {
+        float v = bitsf(d.tab[in[i]]);
+        out[i] = add ? out[i] + v : v;
+    }
+}
+
+AVX2 void decode_avx2(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add) {
+    const float *tab = reinterpret_cast<const float *>(d.tab);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(in + i)));
+        __m256 v = _mm256_i32gather_ps(tab, idx, 4);
+        if (add) v = _mm256_add_ps(_mm256_loadu_ps(out + i), v);
+        _mm256_storeu_ps(out + i, v);
+    }
+    decode_scalar(in + i, n - i, d, out + i, add);
+}
+
+AVX512 inline void store_dec_avx512(float *p, __m512i v, bool add) {
+    __m512 f = _mm512_castsi512_ps(v);
+    if (add) f = _mm512_add_ps(_mm512_loadu_ps(p), f);
+    _mm512_storeu_ps(p, f);
+}
+
+/* 64 codes per step. The byte unpacks below work inside 128-bit lanes, so the codes are
+ * first permuted (P[16L + 4q + r] = c[16q + 4L + r]) to make unpack result q hold floats
+ * 16q..16q+15 in order. */
+AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add) {
+    alignas(64) uint8_t pidx[64];
+    for (int L = 0; L < 4; ++L)
+        for (int q = 0; q < 4; ++q)
+            for (int r = 0; r < 4; ++r) pidx[16 * L + 4 * q + r] = static_cast<uint8_t>(16 * q + 4 * L + r);
+    const __m512i perm = _mm512_load_si512(pidx), sbit = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512i t0a = _mm512_load_si512(d.plane[0]), t0b = _mm512_load_si512(d.plane[0] + 64);
+    __m512i t1a = _mm512_load_si512(d.plane[1]), t1b = _mm512_load_si512(d.plane[1] + 64);
+    __m512i t2a = _mm512_load_si512(d.plane[2]), t2b = _mm512_load_si512(d.plane[2] + 64);
+    __m512i t3a = _mm512_load_si512(d.plane[3]), t3b = _mm512_load_si512(d.plane[3] + 64);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512i c = _mm512_permutexvar_epi8(perm, _mm512_loadu_si512(in + i));
+        /* vpermi2b uses index bits 0..6: bit 7 (the sign) is ignored by the lookups */
+        __m512i b0 = _mm512_permutex2var_epi8(t0a, c, t0b), b1 = _mm512_permutex2var_epi8(t1a, c, t1b);
+        __m512i b2 = _mm512_permutex2var_epi8(t2a, c, t2b), b3 = _mm512_permutex2var_epi8(t3a, c, t3b);
+        b3 = _mm512_ternarylogic_epi32(b3, c, sbit, 0xF8); /* b3 | (c & 0x80) */
+        __m512i w01l = _mm512_unpacklo_epi8(b0, b1), w01h = _mm512_unpackhi_epi8(b0, b1);
+        __m512i w23l = _mm512_unpacklo_epi8(b2, b3), w23h = _mm512_unpackhi_epi8(b2, b3);
+        store_dec_avx512(out + i, _mm512_unpacklo_epi16(w01l, w23l), add);
+        store_dec_avx512(out + i + 16, _mm512_unpackhi_epi16(w01l, w23l), add);
+        store_dec_avx512(out + i + 32, _mm512_unpacklo_epi16(w01h, w23h), add);
+        store_dec_avx512(out + i + 48, _mm512_unpackhi_epi16(w01h, w23h), add);
+    }
+    decode_scalar(in + i, n - i, d, out + i, add);
+}
+
+/* ---------------------------------------------------------------- dispatch + OpenMP */
+constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multiple of 64) */
+constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
+
+uint32_t maxabs_block(const float *in, size_t n, SimdLevel lvl) {
+    switch (lvl) {
+        case SimdLevel::avx512: return maxabs_avx512(in, n);
+        case SimdLevel::avx2: return maxabs_avx2(in, n);
+        default: return maxabs_scalar(in, n);
+    }
+}
+void encode_block(const float *in, size_t n, const EncCtx &c, uint8_t *out, SimdLevel lvl) {
+    if (c.divide) return encode_scalar(in, n, c, out);
+    /* The AVX-512 level encodes with the AVX2 kernel: the step is bound by the table gather,
+     * and on Zen 4 the 512-bit gather (and a 256-bit AVX-512VL variant with vpmovdb) measured
+     * 3-10% slower than this one. */
+    switch (lvl) {
+        case SimdLevel::avx512:
+        case SimdLevel::avx2: return encode_avx2(in, n, c, out);
+        default: return encode_scalar(in, n, c, out);
+    }
+}
+void decode_block(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add, SimdLevel lvl) {
+    switch (lvl) {
+        case SimdLevel::avx512: return decode_avx512(in, n, d, out, add);
+        case SimdLevel::avx2: return decode_avx2(in, n, d, out, add);
+        default: return decode_scalar(in, n, d, out, add);
+    }
+}
+
+bool type_ok(int type) { return type >= 0 && type < kNumTypes; }
+
+}  // namespace
+
+const float *magnitudes(int type) { return type_ok(type) ? tables().mag[type] : nullptr; }
+double magnitude_exact(int type, int m) { return type_ok(type) && m >= 0 && m < 128 ? exact(type, m) : NAN; }
+
+Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads) {
+    if (!type_ok(type)) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+    const bool par = n >= kParallelMin && threads > 1;
+    uint32_t mx = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
+    for (size_t b = 0; b < nblocks; ++b) {
+        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        mx = std::max(mx, maxabs_block(in + lo, len, lvl));
+    }
+    if (mx >= 0x7F800000u) return Status::nonfinite;
+    EncCtx c;
+    c.lut = tables().lut[type];
+    c.scale = bitsf(mx);
+    c.inv = mx ? 1.0f / c.scale : 0.0f;
+    c.divide = std::isinf(c.inv);
+    std::memcpy(out, &c.scale, kScaleBytes);
+    uint8_t *codes = out + kScaleBytes;
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
+    for (size_t b = 0; b < nblocks; ++b) {
+        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        encode_block(in + lo, len, c, codes + lo, lvl);
+    }
+    return Status::ok;
+}
+
+Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdLevel lvl, int threads) {
+    if (!type_ok(type)) return Status::corrupt;
+    float scale;
+    std::memcpy(&scale, in, kScaleBytes);
+    if (!std::isfinite(scale) || std::signbit(scale)) return Status::corrupt;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    DecCtx d;
+    const float *mag = tables().mag[type];
+    for (int m = 0; m < 128; ++m) {
+        uint32_t v = fbits(mag[m] * scale);
+        d.tab[m] = v;
+        d.tab[m + 128] = v | 0x80000000u;
+        for (int b = 0; b < 4; ++b) d.plane[b][m] = static_cast<uint8_t>(v >> (8 * b));
+    }
+    const uint8_t *codes = in + kScaleBytes;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) {
+        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        decode_block(codes + lo, len, d, out + lo, add, lvl);
+    }
+    return Status::ok;
+}
+
+/* ---------------------------------------------------------------- CodecOps */
+namespace {
+
+Status q8_check(const CodecParams &p) {
+    if (p.bits != 8 || !type_ok(p.variant) || p.param != 0) return Status::invalid_arg;
+    return Status::ok;
+}
+size_t q8_max_payload(size_t n, const CodecParams &) { return kScaleBytes + n; }
+Status q8_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(q8_check(p));
+    if (cap < kScaleBytes + n) return Status::invalid_arg;
+    CMPI_CHECK(encode(in, n, p.variant, out, p.simd, p.threads));
+    *len = kScaleBytes + n;
+    return Status::ok;
+}
+Status q8_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
+    if (q8_check(p) != Status::ok) return Status::corrupt;
+    if (len != kScaleBytes + n || len < n) return Status::corrupt;
+    return decode(in, n, p.variant, out, add, p.simd, p.threads);
+}
+Status q8_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+    return q8_decode_common(in, len, n, p, out, false);
+}
+Status q8_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
+    return q8_decode_common(in, len, n, p, acc, true);
+}
+
+}  // namespace
+}  // namespace compmpi::q8
+
+namespace compmpi {
+extern const CodecOps codec_q8_ops = {
+    CodecId::q8, "q8",
+    "Dettmers' 8-bit data types after max-abs normalisation, nearest table entry; q8_type: "
+    "dynamic_tree|linear|static_tree|mantissa",
+    0,
+    8, 8, 8, 8,
+    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode, q8::q8_decode, q8::q8_decode_add, nullptr,
+};
+}  // namespace compmpi
