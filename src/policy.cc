@@ -4,6 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "qsgd/qsgd.h"
+#include "terngrad/terngrad.h"
+
 namespace compmpi {
 
 namespace {
@@ -32,6 +35,19 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
              * checked by tests/unit/test_q8.cc) */
             p->bits = 8;
             p->variant = static_cast<uint8_t>(s.q8_type);
+            break;
+        case CodecId::terngrad:
+            /* no adjustable width: 2 whatever `bits` says; packing names the variant, the
+             * bucket travels in param (kernels/terngrad/terngrad.h) */
+            p->bits = 2;
+            p->variant = s.terngrad_packing == enum_value(SettingId::terngrad_packing, "base3") ? terngrad::kBase3
+                                                                                              : terngrad::kBase4;
+            p->param = p->bucket;
+            break;
+        case CodecId::qsgd:
+            /* qsgd_bucket (default 512, the paper's); 0 = one norm for the buffer */
+            p->bucket = static_cast<uint32_t>(s.qsgd_bucket);
+            p->param = p->bucket;
             break;
         default:
             break;

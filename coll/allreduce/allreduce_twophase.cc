@@ -76,8 +76,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     const float *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
+    c.params.nranks = P;
     CodecParams p2 = c.params;
-    p2.nranks = P;
     if (c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) != Status::ok) p2 = c.params;
 
     /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */

@@ -1,0 +1,290 @@
+/* qsgd CPU kernels: bucket norms in fixed segment order, stochastic rounding with
+ * Philox-4x32-10 words (scalar, AVX2, AVX-512), fixed-width packing. OpenMP splits the
+ * buffer into fixed blocks; every path and thread count writes identical bytes.
+ *
+ * Per element, with N the bucket's norm (fp32, rounded up) and s the level count:
+ *   r = |v| (s / N)  (<= s, within an ulp, because |v| <= N),  l = floor(r),
+ *   xi = min(s, l + [u24 < (r - l) 2^24]),  u24 = top 24 bits of the element's Philox word,
+ *   code = sign(v) * xi;   decode: code * (N / s). */
+#include "qsgd/qsgd.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/bucket_stats.h"
+#include "common/fields.h"
+#include "common/philox.h"
+#include "common/simd_target.h"
+
+namespace compmpi::qsgd {
+namespace {
+
+constexpr float kTwo24 = 16777216.0f;
+
+/* r = s |v| / N as (|v| * pre) * rs -- a multiply, not a divide: rs = s / (N pre), pre = 2^64
+ * for tiny N (so that rs stays finite), else 1. r may exceed s by an ulp: xi is clamped. */
+struct Scale {
+    float pre, rs, sL;
+};
+
+inline Scale make_scale(float N, float sL) {
+    const float pre = N < 0x1p-60f ? 0x1p64f : 1.0f;
+    return Scale{pre, sL / (N * pre), sL};
+}
+
+inline int8_t q_one(float v, const Scale &sc, uint32_t w) {
+    const float r = (std::fabs(v) * sc.pre) * sc.rs;
+    const float l = std::floor(r);
+    const float t = (r - l) * kTwo24;
+    const float up = l + (static_cast<float>(w >> 8) < t ? 1.0f : 0.0f);
+    const float xi = up < sc.sL ? up : sc.sL; /* = _mm*_min_ps(up, sL) */
+    const int k = static_cast<int>(xi);
+    return static_cast<int8_t>(std::signbit(v) ? -k : k);
+}
+
+void q_scalar(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st, int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    uint32_t w[64];
+    for (; i + 64 <= i1; i += 64) {
+        philox::group_scalar(st, i >> 6, w);
+        for (int j = 0; j < 64; ++j) codes[i - i0 + j] = q_one(in[i + j], sc, w[j]);
+    }
+    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+}
+
+CMPI_AVX2 void q_avx2(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st, int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    const __m256 vpre = _mm256_set1_ps(sc.pre), vrs = _mm256_set1_ps(sc.rs), vs = _mm256_set1_ps(sc.sL);
+    const __m256 two24 = _mm256_set1_ps(kTwo24), one = _mm256_set1_ps(1.0f);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    for (; i + 64 <= i1; i += 64) {
+        __m256i w8[8];
+        philox::group_avx2(st, keys, i >> 6, w8);
+        for (int h = 0; h < 2; ++h) {
+            for (int l = 0; l < 4; ++l) {
+                const size_t e = i + 16 * l + 8 * h;
+                __m256 v = _mm256_loadu_ps(in + e);
+                __m256 r = _mm256_mul_ps(_mm256_mul_ps(_mm256_and_ps(v, absmask), vpre), vrs);
+                __m256 fl = _mm256_floor_ps(r);
+                __m256 t = _mm256_mul_ps(_mm256_sub_ps(r, fl), two24);
+                __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(w8[2 * l + h], 8));
+                __m256 up = _mm256_and_ps(_mm256_cmp_ps(u, t, _CMP_LT_OQ), one);
+                __m256i xi = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_add_ps(fl, up), vs));
+                __m256i sign = _mm256_srai_epi32(_mm256_castps_si256(v), 31);
+                __m256i c = _mm256_sub_epi32(_mm256_xor_si256(xi, sign), sign);
+                __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+                _mm_storel_epi64(reinterpret_cast<__m128i *>(codes + (e - i0)), _mm_packs_epi16(c16, c16));
+            }
+        }
+    }
+    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+}
+
+/* 16 codes (int8 in an xmm) from 16 values and their words. */
+CMPI_AVX512 inline __m128i q16_avx512(const float *in, __m512i w, __m512 vpre, __m512 vrs, __m512 vs) {
+    const __m512 two24 = _mm512_set1_ps(kTwo24), one = _mm512_set1_ps(1.0f);
+    __m512 v = _mm512_loadu_ps(in);
+    __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_abs_ps(v), vpre), vrs);
+    __m512 fl = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 t = _mm512_mul_ps(_mm512_sub_ps(r, fl), two24);
+    __m512 u = _mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8));
+    __mmask16 up = _mm512_cmp_ps_mask(u, t, _CMP_LT_OQ);
+    __m512i xi = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_mask_add_ps(fl, up, fl, one), vs));
+    __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_castps_si512(v), _mm512_setzero_si512());
+    xi = _mm512_mask_sub_epi32(xi, neg, _mm512_setzero_si512(), xi);
+    return _mm512_cvtepi32_epi8(xi);
+}
+
+/* 64 codes of a group in one register */
+CMPI_AVX512 inline __m512i q64_avx512(const float *in, const __m512i *w, __m512 vpre, __m512 vrs, __m512 vs) {
+    __m512i c = _mm512_castsi128_si512(q16_avx512(in, w[0], vpre, vrs, vs));
+    c = _mm512_inserti32x4(c, q16_avx512(in + 16, w[1], vpre, vrs, vs), 1);
+    c = _mm512_inserti32x4(c, q16_avx512(in + 32, w[2], vpre, vrs, vs), 2);
+    return _mm512_inserti32x4(c, q16_avx512(in + 48, w[3], vpre, vrs, vs), 3);
+}
+
+CMPI_AVX512 void q_avx512(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st,
+                          int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs), vs = _mm512_set1_ps(sc.sL);
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    for (; i + 64 <= i1; i += 64) {
+        __m512i w[4];
+        philox::groups_avx512<1>(st, keys, i >> 6, w);
+        _mm512_storeu_si512(codes + (i - i0), q64_avx512(in + i, w, vpre, vrs, vs));
+    }
+    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+}
+
+/* AVX-512 block [lo0, hi) straight to the packed fields, each 64-element group stored as it
+ * is produced (runs start on groups: one bucket, or B % 64 == 0); the keys once per block.
+ * Same bytes as q_run + fields::pack. */
+CMPI_AVX512 void q_block_avx512(const float *in, size_t lo0, size_t hi, size_t B, const float *norm, float sL, int b,
+                                const philox::Stream &st, uint8_t *codes) {
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    for (size_t lo = lo0; lo < hi;) {
+        const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
+        size_t i = lo;
+        if (norm[j] > 0) {
+            const Scale sc = make_scale(norm[j], sL);
+            const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs), vs = _mm512_set1_ps(sc.sL);
+            for (; i + 128 <= end; i += 128) {
+                __m512i w[8];
+                philox::groups_avx512<2>(st, keys, i >> 6, w);
+                fields::pack64_avx512(q64_avx512(in + i, w, vpre, vrs, vs), b, codes + i / 8 * b);
+                fields::pack64_avx512(q64_avx512(in + i + 64, w + 4, vpre, vrs, vs), b, codes + (i + 64) / 8 * b);
+            }
+        } else { /* all-zero bucket */
+            for (; i + 64 <= end; i += 64) fields::pack64_avx512(_mm512_setzero_si512(), b, codes + i / 8 * b);
+        }
+        if (i < end) { /* < 128 left */
+            alignas(64) int8_t c[128];
+            if (norm[j] > 0)
+                q_avx512(in, i, end, make_scale(norm[j], sL), st, c);
+            else
+                std::memset(c, 0, end - i);
+            fields::pack_scalar(c, end - i, b, codes + i / 8 * b);
+        }
+        lo = end;
+    }
+}
+
+void q_run(const float *in, size_t i0, size_t i1, float N, float sL, const philox::Stream &st, int8_t *codes,
+           SimdLevel lvl) {
+    if (!(N > 0)) { /* all-zero bucket */
+        std::memset(codes, 0, i1 - i0);
+        return;
+    }
+    const Scale sc = make_scale(N, sL);
+    switch (lvl) {
+        case SimdLevel::avx512:
+            return q_avx512(in, i0, i1, sc, st, codes);
+        case SimdLevel::avx2:
+            return q_avx2(in, i0, i1, sc, st, codes);
+        default:
+            return q_scalar(in, i0, i1, sc, st, codes);
+    }
+}
+
+/* Every b-bit field k (|k| <= 2^(b-1)) times N / s stays finite: decoders reject other norms. */
+inline bool norm_fits(float N, int b) {
+    const float step = N / static_cast<float>((1 << (b - 1)) - 1);
+    return std::ldexp(static_cast<double>(step), b - 1) <= FLT_MAX;
+}
+
+/* ---------------------------------------------------------------- CodecOps */
+Status qs_check(const CodecParams &p) {
+    if (p.bits < 2 || p.bits > 8) return Status::invalid_arg;
+    return p.variant == 0 ? Status::ok : Status::invalid_arg;
+}
+
+size_t qs_max_payload(size_t n, const CodecParams &p) {
+    return 4 * bstats::bucket_count(n, p.param) + fields::bytes(n, p.bits);
+}
+
+Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(qs_check(p));
+    if (p.bucket && p.bucket != p.param) return Status::invalid_arg; /* bucket travels in param */
+    const size_t need = qs_max_payload(n, p);
+    if (cap < need) return Status::invalid_arg;
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
+    const int b = p.bits;
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    std::vector<float> norm(nb);
+    /* false if NaN/Inf, or a norm so close to FLT_MAX that a level could overflow */
+    auto norm_from = [&](size_t j, const bstats::Moments &m) {
+        norm[j] = bstats::float_up(std::sqrt(m.sumsq));
+        return !m.bad && norm_fits(norm[j], b);
+    };
+    const bool fused = fields::fused_stats(nb, B);
+    if (!fused) {
+        std::vector<bstats::Moments> m;
+        bstats::bucket_moments(in, n, B, true, lvl, p.threads, &m);
+        for (size_t j = 0; j < nb; ++j)
+            if (!norm_from(j, m[j])) return Status::nonfinite;
+    }
+    std::vector<uint8_t> bad(fused ? (n + fields::kBlock - 1) / fields::kBlock : 0, 0);
+    uint8_t *codes = out + 4 * nb;
+    const float sL = static_cast<float>((1 << (b - 1)) - 1);
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    /* small buckets: norms block by block inside the encode loop (one read of the data) */
+    auto block_stats = [&](size_t k, size_t lo, size_t hi) {
+        if (!fused) return;
+        for (size_t j = lo / B; j * B < hi; ++j)
+            bad[k] |= !norm_from(j, bstats::moments_of(in + j * B, std::min(B, n - j * B), true, lvl));
+    };
+    if (lvl == SimdLevel::avx512 && (nb <= 1 || B % 64 == 0)) {
+        const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+        for (size_t k = 0; k < nblocks; ++k) {
+            const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
+            block_stats(k, lo, hi);
+            q_block_avx512(in, lo, hi, B, norm.data(), sL, b, st, codes);
+        }
+    } else {
+        fields::encode_blocks(
+            n, B, p.threads, block_stats,
+            [&](size_t lo, size_t hi, size_t j, int8_t *c) { q_run(in, lo, hi, norm[j], sL, st, c, lvl); },
+            [&](const int8_t *c, size_t cnt, size_t lo) { fields::pack(c, cnt, b, codes + lo / 8 * b, lvl); });
+    }
+    for (uint8_t x : bad)
+        if (x) return Status::nonfinite;
+    if (nb) std::memcpy(out, norm.data(), 4 * nb);
+    *len = need;
+    return Status::ok;
+}
+
+Status qs_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
+    CMPI_CHECK(qs_check(p));
+    if (len != qs_max_payload(n, p)) return Status::corrupt;
+    const size_t nb = bstats::bucket_count(n, p.param);
+    std::vector<float> step(nb);
+    if (nb) std::memcpy(step.data(), in, 4 * nb);
+    const float sL = static_cast<float>((1 << (p.bits - 1)) - 1);
+    for (float &v : step) {
+        if (!std::isfinite(v) || std::signbit(v) || !norm_fits(v, p.bits)) return Status::corrupt;
+        v /= sL;
+    }
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
+    fields::decode(in + 4 * nb, len - 4 * nb, n, p.bits, step.data(), p.param, out, add, lvl, p.threads);
+    return Status::ok;
+}
+
+Status qs_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+    return qs_decode_common(in, len, n, p, out, false);
+}
+Status qs_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
+    return qs_decode_common(in, len, n, p, acc, true);
+}
+
+}  // namespace
+}  // namespace compmpi::qsgd
+
+namespace compmpi {
+extern const CodecOps codec_qsgd_ops = {
+    CodecId::qsgd,
+    "qsgd",
+    "stochastic s-level quantisation, norm-scaled per bucket (QSGD); bits = sign + level, s = 2^(bits-1)-1",
+    CODEC_STOCHASTIC,
+    4,
+    2,
+    8,
+    1,
+    qsgd::qs_check,
+    qsgd::qs_max_payload,
+    nullptr,
+    qsgd::qs_encode,
+    qsgd::qs_decode,
+    qsgd::qs_decode_add,
+    nullptr,
+};
+}  // namespace compmpi

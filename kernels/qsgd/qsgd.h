@@ -1,0 +1,22 @@
+/* qsgd (Alistarh et al., "QSGD: Communication-Efficient SGD via Gradient Quantization and
+ * Encoding", NIPS 2017): stochastic s-level quantisation, norm-scaled,
+ *   Q(v_i) = ||v||_2 * sign(v_i) * xi_i / s,  xi_i = floor(r) + Bernoulli(r - floor(r)),
+ *   r = s |v_i| / ||v||_2,  s = 2^(bits-1) - 1,
+ * per bucket of `param` elements (0: one bucket for the buffer). Unbiased; the paper's Lemma
+ * 3.1 bounds E||Q(v) - v||^2 <= min(d/s^2, sqrt(d)/s) ||v||^2 for a bucket of d elements.
+ *
+ * Header: bits (2..8), variant 0, param = bucket size.
+ * Payload: nb fp32 norms (one per bucket, little-endian, rounded up so |v_i| <= norm), then
+ * sign(v_i) xi_i as `bits`-bit two's complement fields (kernels/common/fields.h).
+ * Details: docs/codecs/qsgd.md. */
+#pragma once
+#include <cstdint>
+
+#include "codec.h"
+
+namespace compmpi::qsgd {
+
+/* Bucket the policy uses when no bucket is configured (the paper's 512). */
+inline constexpr uint32_t kDefaultBucket = 512;
+
+}  // namespace compmpi::qsgd

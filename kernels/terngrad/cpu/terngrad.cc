@@ -1,0 +1,656 @@
+/* terngrad CPU kernels: statistics (sigma, max) in fixed segment order, stochastic
+ * ternarisation with Philox-4x32-10 words (scalar, AVX2, AVX-512), packing to base4 / base3,
+ * and the exact "levels" variant for phase 2. OpenMP splits the buffer into fixed blocks;
+ * every path and thread count writes identical bytes (tests/unit/test_terngrad.cc).
+ *
+ * Encode, per call:
+ *   1. per bucket: mean, sigma, max|g| (NaN/Inf -> Status::nonfinite); a pass of its own, or
+ *      for buckets that divide the OpenMP block, block by block just before step 2;
+ *      clip threshold cs = c sigma (none if c = 0 or sigma = 0), s = min(max|g|, cs);
+ *      one bucket (param 0) and p.shared_scale > 0: s = shared scale (rounded up to fp32),
+ *      cs = min(cs, s); with buckets the shared scale is not used (one double cannot carry
+ *      per-bucket scalers)
+ *   2. per element: gc = min(|g|, cs); code = sign(g) if u24 < gc (2^24 / s) else 0,
+ *      u24 = top 24 bits of the element's Philox word  ->  P(code != 0) = gc / s (+- 2^-23)
+ *   3. pack a sub-block's int8 codes, or (AVX-512) pack straight from the compare masks.
+ * Phase 2 (variant levels): k = round(x / s) clamped to [-K, K], K = 2^(bits-1) - 1. */
+#include "terngrad/terngrad.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "common/bucket_stats.h"
+#include "common/fields.h"
+#include "common/philox.h"
+#include "common/simd_target.h"
+
+namespace compmpi::terngrad {
+namespace {
+
+using fields::kBlock;
+using fields::kSub;
+constexpr float kTwo24 = 16777216.0f;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/* A bucket's scaler and clip threshold. */
+struct Scale {
+    float s;  /* scaler */
+    float cs; /* clip threshold (inf: none) */
+};
+
+/* ---------------------------------------------------------------- ternarisation */
+/* The Bernoulli threshold (gc / s) 2^24 as (gc * pre) * r24 -- a multiply, not a divide:
+ * r24 = 2^24 / (s pre), pre = 2^64 for tiny s (so that r24 stays finite), else 1. */
+struct Thresh {
+    float pre, r24, cs;
+};
+
+inline Thresh make_thresh(float s, float cs) {
+    const float pre = s < 0x1p-60f ? 0x1p64f : 1.0f;
+    return Thresh{pre, kTwo24 / (s * pre), cs};
+}
+
+inline int8_t tern_one(float g, const Thresh &th, uint32_t w) {
+    const float a = std::fabs(g), gc = a < th.cs ? a : th.cs; /* = _mm*_min_ps(a, cs) */
+    const float t = (gc * th.pre) * th.r24;
+    if (!(static_cast<float>(w >> 8) < t)) return 0;
+    return std::signbit(g) ? -1 : 1;
+}
+
+/* codes[i - i0] for elements i in [i0, i1) of in (indexed from element 0 of the buffer,
+ * which is also the RNG's element index). s > 0. */
+void tern_scalar(const float *in, size_t i0, size_t i1, const Thresh &th, const philox::Stream &st, int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    uint32_t w[64];
+    for (; i + 64 <= i1; i += 64) {
+        philox::group_scalar(st, i >> 6, w);
+        for (int j = 0; j < 64; ++j) codes[i - i0 + j] = tern_one(in[i + j], th, w[j]);
+    }
+    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+}
+
+CMPI_AVX2 void tern_avx2(const float *in, size_t i0, size_t i1, const Thresh &th, const philox::Stream &st,
+                         int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    const __m256 vpre = _mm256_set1_ps(th.pre), vr24 = _mm256_set1_ps(th.r24), vcs = _mm256_set1_ps(th.cs);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i one = _mm256_set1_epi32(1);
+    const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    for (; i + 64 <= i1; i += 64) {
+        __m256i w8[8];
+        philox::group_avx2(st, keys, i >> 6, w8);
+        for (int h = 0; h < 2; ++h) {
+            for (int l = 0; l < 4; ++l) {
+                const size_t e = i + 16 * l + 8 * h;
+                __m256 g = _mm256_loadu_ps(in + e);
+                __m256 gc = _mm256_min_ps(_mm256_and_ps(g, absmask), vcs);
+                __m256 t = _mm256_mul_ps(_mm256_mul_ps(gc, vpre), vr24);
+                __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(w8[2 * l + h], 8));
+                __m256i hit = _mm256_castps_si256(_mm256_cmp_ps(u, t, _CMP_LT_OQ));
+                __m256i sign = _mm256_srai_epi32(_mm256_castps_si256(g), 31);
+                __m256i c = _mm256_and_si256(hit, _mm256_or_si256(sign, one));
+                __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+                _mm_storel_epi64(reinterpret_cast<__m128i *>(codes + (e - i0)), _mm_packs_epi16(c16, c16));
+            }
+        }
+    }
+    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+}
+
+/* Masks of the nonzero and of the negative codes of 16 values, given their words. */
+CMPI_AVX512 inline __mmask16 tern_mask_avx512(const float *in, __m512i w, __m512 vpre, __m512 vr24, __m512 vcs,
+                                              __mmask16 *neg) {
+    __m512 g = _mm512_loadu_ps(in);
+    __m512 gc = _mm512_min_ps(_mm512_abs_ps(g), vcs);
+    __m512 t = _mm512_mul_ps(_mm512_mul_ps(gc, vpre), vr24);
+    __m512 u = _mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8));
+    __mmask16 hit = _mm512_cmp_ps_mask(u, t, _CMP_LT_OQ);
+    *neg = _mm512_mask_cmplt_epi32_mask(hit, _mm512_castps_si512(g), _mm512_setzero_si512());
+    return hit;
+}
+
+CMPI_AVX512 inline void tern16_avx512(const float *in, __m512i w, __m512 vpre, __m512 vr24, __m512 vcs, int8_t *codes) {
+    __mmask16 neg, hit = tern_mask_avx512(in, w, vpre, vr24, vcs, &neg);
+    __m128i c = _mm_mask_mov_epi8(_mm_maskz_mov_epi8(hit, _mm_set1_epi8(1)), neg, _mm_set1_epi8(-1));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(codes), c);
+}
+
+CMPI_AVX512 void tern_avx512(const float *in, size_t i0, size_t i1, const Thresh &th, const philox::Stream &st,
+                             int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    for (; i + 128 <= i1; i += 128) {
+        __m512i w[8];
+        philox::groups_avx512<2>(st, keys, i >> 6, w);
+        for (int l = 0; l < 8; ++l) tern16_avx512(in + i + 16 * l, w[l], vpre, vr24, vcs, codes + (i - i0) + 16 * l);
+    }
+    for (; i + 64 <= i1; i += 64) {
+        __m512i w[4];
+        philox::groups_avx512<1>(st, keys, i >> 6, w);
+        for (int l = 0; l < 4; ++l) tern16_avx512(in + i + 16 * l, w[l], vpre, vr24, vcs, codes + (i - i0) + 16 * l);
+    }
+    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+}
+
+/* AVX-512 direct path: the nonzero (hit) and negative masks of 64-element groups, packed
+ * straight from the masks without int8 codes. base4: the 2-bit field of element j is
+ * (hit_j, hit_j & neg_j), i.e. bit 2j = hit, bit 2j+1 = negative hit (pdep interleaves);
+ * base3: a 10-bit (hit, neg) index per 5 elements into a table of base-3 bytes. Same
+ * bytes as int8 codes + pack (tests hold every path to the scalar one). */
+#define CMPI_AVX512_BMI2 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,bmi2")))
+
+/* base4 bytes of one 64-element group from its masks: 16 bytes, or the first `bytes`. */
+CMPI_AVX512_BMI2 inline void base4_store(uint64_t hit, uint64_t neg, uint8_t *out, size_t bytes = 16) {
+    const uint64_t even = 0x5555555555555555ull, odd = 0xAAAAAAAAAAAAAAAAull;
+    uint64_t v[2];
+    v[0] = _pdep_u64(hit & 0xFFFFFFFFu, even) | _pdep_u64(neg & 0xFFFFFFFFu, odd);
+    v[1] = _pdep_u64(hit >> 32, even) | _pdep_u64(neg >> 32, odd);
+    if (bytes == 16)
+        std::memcpy(out, v, 16);
+    else
+        std::memcpy(out, v, bytes);
+}
+
+/* Masks of elements [i0, i1) (i0 % 64 == 0). Base4: written straight to out (the byte of
+ * element 0), each group as soon as it is known (stores spread among the arithmetic run
+ * faster than a burst per sub-block). Else: word w of hit/neg covers i0 + 64w .. +63, bits
+ * past i1 are 0. */
+template <bool Base4>
+CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_t i1, float s, float cs,
+                                               const philox::Stream &st, const philox::KeysAvx512 &keys, uint64_t *hit,
+                                               uint64_t *neg, uint8_t *out) {
+    const size_t words = (i1 - i0 + 63) / 64;
+    if (!(s > 0)) { /* all-zero bucket */
+        if (Base4)
+            std::memset(out + i0 / 4, 0, (i1 - i0 + 3) / 4);
+        else
+            std::memset(hit, 0, 8 * words), std::memset(neg, 0, 8 * words);
+        return;
+    }
+    const Thresh th = make_thresh(s, cs);
+    const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
+    size_t i = i0;
+    for (; i + 128 <= i1; i += 128) {
+        __m512i w[8];
+        philox::groups_avx512<2>(st, keys, i >> 6, w);
+        for (int g = 0; g < 2; ++g) {
+            uint64_t h = 0, m = 0;
+            for (int l = 0; l < 4; ++l) {
+                __mmask16 nl, hl = tern_mask_avx512(in + i + 64 * g + 16 * l, w[4 * g + l], vpre, vr24, vcs, &nl);
+                h |= static_cast<uint64_t>(hl) << (16 * l);
+                m |= static_cast<uint64_t>(nl) << (16 * l);
+            }
+            if (Base4) {
+                base4_store(h, m, out + (i + 64 * g) / 4);
+            } else {
+                hit[(i - i0) / 64 + g] = h;
+                neg[(i - i0) / 64 + g] = m;
+            }
+        }
+    }
+    while (i < i1) { /* the last < 128, one group at a time, scalar */
+        const size_t e = std::min(i1, i + 64);
+        uint64_t h = 0, m = 0;
+        for (size_t k = i; k < e; ++k) {
+            const int8_t c = tern_one(in[k], th, philox::word(st, k));
+            h |= static_cast<uint64_t>(c != 0) << (k - i);
+            m |= static_cast<uint64_t>(c < 0) << (k - i);
+        }
+        if (Base4) {
+            base4_store(h, m, out + i / 4, (e - i + 3) / 4);
+        } else {
+            hit[(i - i0) / 64] = h;
+            neg[(i - i0) / 64] = m;
+        }
+        i = e;
+    }
+}
+
+/* One OpenMP block [lo, hi) of the AVX-512 path (lo % kBlock == 0; runs start on 64-element
+ * groups: one bucket, or B % 64 == 0). */
+void pack3_masks(const uint64_t *hit, const uint64_t *neg, size_t count, uint8_t *out);
+
+CMPI_AVX512_BMI2 void tern_block_avx512(const float *in, size_t lo0, size_t hi, size_t B, const Scale *sc,
+                                        const philox::Stream &st, bool base3, uint8_t *codes) {
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    uint64_t hit[kSub / 64 + 1], neg[kSub / 64 + 1];
+    for (size_t lo = lo0; lo < hi; lo += kSub) {
+        const size_t shi = std::min(hi, lo + kSub);
+        for (size_t r = lo; r < shi;) {
+            const size_t j = r / B, end = std::min(shi, (j + 1) * B);
+            if (base3)
+                tern_masks_avx512<false>(in, r, end, sc[j].s, sc[j].cs, st, keys, hit + (r - lo) / 64,
+                                         neg + (r - lo) / 64, nullptr);
+            else
+                tern_masks_avx512<true>(in, r, end, sc[j].s, sc[j].cs, st, keys, nullptr, nullptr, codes);
+            r = end;
+        }
+        if (base3) {
+            hit[(shi - lo + 63) / 64] = neg[(shi - lo + 63) / 64] = 0;
+            pack3_masks(hit, neg, shi - lo, codes + lo / 5);
+        }
+    }
+}
+
+/* kBase3Of[h | n << 5] = the base-3 byte of 5 codes with hit bits h and negative bits n */
+constexpr std::array<uint8_t, 1024> make_base3_of() {
+    std::array<uint8_t, 1024> t{};
+    for (int idx = 0; idx < 1024; ++idx) {
+        int v = 0;
+        for (int j = 4; j >= 0; --j) {
+            const int h = (idx >> j) & 1, ng = (idx >> (5 + j)) & 1;
+            v = 3 * v + (h ? (ng ? 0 : 2) : 1);
+        }
+        t[idx] = static_cast<uint8_t>(v);
+    }
+    return t;
+}
+constexpr auto kBase3Of = make_base3_of();
+
+inline uint32_t bits5(const uint64_t *m, size_t pos) {
+    const size_t w = pos / 64, o = pos % 64;
+    uint64_t v = m[w] >> o;
+    if (o > 59) v |= m[w + 1] << (64 - o);
+    return static_cast<uint32_t>(v & 31);
+}
+
+/* count (a multiple of 5 unless it ends the buffer) elements from the masks; masks hold
+ * ceil(count / 64) + 1 words so that bits5 may read one past the last. */
+void pack3_masks_scalar(const uint64_t *hit, const uint64_t *neg, size_t count, uint8_t *out) {
+    size_t j = 0;
+    for (; 5 * j + 5 <= count; ++j) out[j] = kBase3Of[bits5(hit, 5 * j) | bits5(neg, 5 * j) << 5];
+    if (5 * j < count) { /* the elements present, missing digits 0 (as pack3) */
+        int v = 0, w = 1;
+        for (size_t i = 5 * j; i < count; ++i, w *= 3) {
+            const bool h = (hit[i / 64] >> (i % 64)) & 1, ng = (neg[i / 64] >> (i % 64)) & 1;
+            v += (h ? (ng ? 0 : 2) : 1) * w;
+        }
+        out[j] = static_cast<uint8_t>(v);
+    }
+}
+
+/* 320 elements (5 mask words) -> 64 bytes at a time: a 40-bit slice of the positive and of the
+ * negative mask (byte-aligned: 40 bits = 5 bytes) is spread by pdep to 8 bytes of 5 bits, and
+ * byte = 121 + T[pos] - T[neg] with T[x] = sum of 3^j over the bits j of x (= sum (k_j+1) 3^j).
+ * Reads up to 3 bytes past the 5 words of a slice: the masks hold one word more. */
+CMPI_AVX512_BMI2 void pack3_masks(const uint64_t *hit, const uint64_t *neg, size_t count, uint8_t *out) {
+    alignas(64) uint8_t t5[64];
+    for (int x = 0; x < 64; ++x) {
+        int v = 0;
+        for (int j = 4; j >= 0; --j) v = 3 * v + ((x >> j) & 1);
+        t5[x] = static_cast<uint8_t>(v);
+    }
+    const __m512i table = _mm512_load_si512(t5), base = _mm512_set1_epi8(121);
+    const uint64_t spread = 0x1F1F1F1F1F1F1F1Full, low40 = (1ull << 40) - 1;
+    size_t c = 0;
+    for (; c + 320 <= count; c += 320) {
+        uint64_t pos[6], ng[6];
+        for (int w = 0; w < 6; ++w) { /* positive hits, negative hits (neg is set only on hits) */
+            pos[w] = hit[c / 64 + w] ^ neg[c / 64 + w];
+            ng[w] = neg[c / 64 + w];
+        }
+        alignas(64) uint64_t pb[8], nb[8];
+        for (int k = 0; k < 8; ++k) {
+            uint64_t p, m;
+            std::memcpy(&p, reinterpret_cast<const uint8_t *>(pos) + 5 * k, 8);
+            std::memcpy(&m, reinterpret_cast<const uint8_t *>(ng) + 5 * k, 8);
+            pb[k] = _pdep_u64(p & low40, spread);
+            nb[k] = _pdep_u64(m & low40, spread);
+        }
+        __m512i v = _mm512_sub_epi8(_mm512_add_epi8(base, _mm512_permutexvar_epi8(_mm512_load_si512(pb), table)),
+                                    _mm512_permutexvar_epi8(_mm512_load_si512(nb), table));
+        _mm512_storeu_si512(out + c / 5, v);
+    }
+    pack3_masks_scalar(hit + c / 64, neg + c / 64, count - c, out + c / 5);
+}
+
+void tern_run(const float *in, size_t i0, size_t i1, float s, float cs, const philox::Stream &st, int8_t *codes,
+              SimdLevel lvl) {
+    if (!(s > 0)) { /* all-zero bucket */
+        std::memset(codes, 0, i1 - i0);
+        return;
+    }
+    const Thresh th = make_thresh(s, cs);
+    switch (lvl) {
+        case SimdLevel::avx512:
+            return tern_avx512(in, i0, i1, th, st, codes);
+        case SimdLevel::avx2:
+            return tern_avx2(in, i0, i1, th, st, codes);
+        default:
+            return tern_scalar(in, i0, i1, th, st, codes);
+    }
+}
+
+/* ---------------------------------------------------------------- levels (phase 2) */
+/* Every b-bit field k (|k| <= 2^(b-1)) times s stays finite: decoders reject other scalers. */
+inline bool levels_fit(float s, int b) {
+    return std::ldexp(static_cast<double>(s), b - 1) <= FLT_MAX;
+}
+
+/* round(x / s) clamped to [-K, K]; |q| < 2^22 so adding and removing 1.5 * 2^23 rounds to
+ * nearest even in plain IEEE arithmetic (no libm call: the loop vectorises). */
+inline int32_t level_one(float x, float s, float K) {
+    if (!(s > 0)) return 0;
+    float q = x / s;
+    q = q < K ? q : K;
+    q = q > -K ? q : -K;
+    return static_cast<int32_t>((q + 0x1.8p23f) - 0x1.8p23f);
+}
+
+/* ---------------------------------------------------------------- base 3 */
+void pack3(const int8_t *c, size_t n, uint8_t *out) {
+    size_t j = 0, i = 0;
+    for (; i + 5 <= n; i += 5, ++j)
+        out[j] = static_cast<uint8_t>(121 + c[i] + 3 * c[i + 1] + 9 * c[i + 2] + 27 * c[i + 3] + 81 * c[i + 4]);
+    if (i < n) {
+        int v = 0, w = 1;
+        for (; i < n; ++i, w *= 3) v += (c[i] + 1) * w;
+        out[j] = static_cast<uint8_t>(v);
+    }
+}
+
+/* kDigits[byte] = the byte's 5 codes as floats (3 padding lanes for 8-wide loads). */
+constexpr std::array<std::array<float, 8>, 243> make_digits() {
+    std::array<std::array<float, 8>, 243> t{};
+    for (int b = 0; b < 243; ++b) {
+        int v = b;
+        for (int j = 0; j < 5; ++j, v /= 3) t[b][j] = static_cast<float>(v % 3 - 1);
+    }
+    return t;
+}
+constexpr auto kDigits = make_digits();
+
+/* dst[i - i0] = value of element i, i in [i0, i1) */
+void unpack3_scalar(const uint8_t *codes, size_t i0, size_t i1, float s, float *dst) {
+    for (size_t i = i0; i < i1; ++i) dst[i - i0] = kDigits[codes[i / 5]][i % 5] * s;
+}
+
+CMPI_AVX2 void unpack3_avx2(const uint8_t *codes, size_t i0, size_t i1, float s, float *dst) {
+    size_t i = i0;
+    for (; i < i1 && i % 5; ++i) dst[i - i0] = kDigits[codes[i / 5]][i % 5] * s;
+    const __m256 vs = _mm256_set1_ps(s);
+    /* 8-wide stores of 5 useful lanes, each overwriting the last one's 3 extra lanes: stop
+     * while the run still owns the 3 lanes past the last */
+    for (; i + 8 <= i1; i += 5)
+        _mm256_storeu_ps(dst + (i - i0), _mm256_mul_ps(_mm256_loadu_ps(kDigits[codes[i / 5]].data()), vs));
+    for (; i < i1; ++i) dst[i - i0] = kDigits[codes[i / 5]][i % 5] * s;
+}
+
+void unpack3(const uint8_t *codes, size_t i0, size_t i1, float s, float *out, bool add, SimdLevel lvl) {
+    if (!add) {
+        if (lvl >= SimdLevel::avx2)
+            unpack3_avx2(codes, i0, i1, s, out + i0);
+        else
+            unpack3_scalar(codes, i0, i1, s, out + i0);
+        return;
+    }
+    /* decode_add through a small buffer: overlapping 8-wide load/add/store would stall on
+     * store forwarding */
+    alignas(64) float tmp[640];
+    for (size_t lo = i0; lo < i1; lo += 640) {
+        const size_t hi = std::min(i1, lo + 640);
+        if (lvl >= SimdLevel::avx2)
+            unpack3_avx2(codes, lo, hi, s, tmp);
+        else
+            unpack3_scalar(codes, lo, hi, s, tmp);
+        float *o = out + lo;
+        for (size_t k = 0; k < hi - lo; ++k) o[k] += tmp[k];
+    }
+}
+
+/* ---------------------------------------------------------------- scalers */
+/* The local scaler of a bucket of cnt elements. */
+Scale scale_of(const bstats::Moments &m, size_t cnt, float clip) {
+    float cs = kInf;
+    if (clip > 0) {
+        const double mean = m.sum / static_cast<double>(cnt);
+        const double var = std::max(0.0, m.sumsq / static_cast<double>(cnt) - mean * mean);
+        /* sigma = 0 (a constant bucket) would clip everything to 0: no clipping then */
+        const float c = static_cast<float>(static_cast<double>(clip) * std::sqrt(var));
+        if (c > 0) cs = c;
+    }
+    return Scale{std::min(m.maxabs, cs), cs};
+}
+
+/* Local scalers of every bucket; false if the data holds NaN/Inf. */
+bool local_scales(const float *in, size_t n, const CodecParams &p, SimdLevel lvl, std::vector<Scale> *sc) {
+    std::vector<bstats::Moments> m;
+    if (!bstats::bucket_moments(in, n, p.param, p.clip > 0, lvl, p.threads, &m)) return false;
+    const size_t nb = m.size(), B = nb <= 1 ? n : p.param;
+    sc->resize(nb);
+    for (size_t b = 0; b < nb; ++b) (*sc)[b] = scale_of(m[b], std::min(B, n - b * B), p.clip);
+    return true;
+}
+
+size_t code_bytes(size_t n, const CodecParams &p) {
+    switch (p.variant) {
+        case kBase4:
+            return (n + 3) / 4;
+        case kBase3:
+            return (n + 4) / 5;
+        default:
+            return fields::bytes(n, p.bits);
+    }
+}
+
+/* ---------------------------------------------------------------- CodecOps */
+Status tg_check(const CodecParams &p) {
+    if (p.variant == kBase4 || p.variant == kBase3) return p.bits == 2 ? Status::ok : Status::invalid_arg;
+    if (p.variant == kLevels) return p.bits >= 2 && p.bits <= kMaxLevelBits ? Status::ok : Status::invalid_arg;
+    return Status::invalid_arg;
+}
+
+size_t tg_max_payload(size_t n, const CodecParams &p) {
+    return 4 * bstats::bucket_count(n, p.param) + code_bytes(n, p);
+}
+
+Status tg_prepare(const float *in, size_t n, const CodecParams &p, double *stat) {
+    std::vector<Scale> sc;
+    if (!local_scales(in, n, p, p.simd, &sc)) return Status::nonfinite;
+    float mx = 0;
+    for (const Scale &x : sc) mx = std::max(mx, x.s);
+    *stat = mx;
+    return Status::ok;
+}
+
+Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *out, SimdLevel lvl) {
+    std::vector<bstats::Moments> m;
+    if (!bstats::bucket_moments(in, n, p.param, false, lvl, p.threads, &m)) return Status::nonfinite;
+    const size_t nb = m.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const int b = p.bits;
+    const float K = static_cast<float>((1 << (b - 1)) - 1);
+    std::vector<float> s(nb);
+    for (size_t j = 0; j < nb; ++j) { /* no shared scale: nearest of 2K+1 levels, K s <= max|x| */
+        const double d = m[j].maxabs / static_cast<double>(K);
+        s[j] = static_cast<float>(d);
+        if (static_cast<double>(s[j]) > d) s[j] = std::nextafter(s[j], 0.0f);
+    }
+    if (p.param == 0 && p.shared_scale > 0 && nb == 1) s[0] = bstats::float_up(p.shared_scale);
+    for (float v : s)
+        if (!levels_fit(v, b)) return Status::nonfinite; /* |x| near FLT_MAX: the exact path takes it */
+    if (nb) std::memcpy(out, s.data(), 4 * nb);
+    uint8_t *codes = out + 4 * nb;
+    if (b <= 8) {
+        fields::encode_blocks(
+            n, B, p.threads,
+            [&](size_t lo, size_t hi, size_t j, int8_t *c) {
+                const float sj = s[j], *x = in + lo;
+                const size_t cnt = hi - lo;
+                for (size_t i = 0; i < cnt; ++i) c[i] = static_cast<int8_t>(level_one(x[i], sj, K));
+            },
+            [&](const int8_t *c, size_t cnt, size_t lo) { fields::pack(c, cnt, b, codes + lo / 8 * b, lvl); });
+        return Status::ok;
+    }
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        std::vector<int32_t> c(kBlock);
+        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
+        for (size_t i = lo; i < hi; ++i) c[i - lo] = level_one(in[i], s[i / B], K);
+        fields::pack_wide_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
+    }
+    return Status::ok;
+}
+
+Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(tg_check(p));
+    if (p.bucket && p.bucket != p.param) return Status::invalid_arg; /* bucket travels in param */
+    if (!(p.shared_scale >= 0) || std::isinf(p.shared_scale)) return Status::invalid_arg;
+    const size_t need = tg_max_payload(n, p);
+    if (cap < need) return Status::invalid_arg;
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
+    if (p.variant == kLevels) {
+        CMPI_CHECK(encode_levels(in, n, p, out, lvl));
+        *len = need;
+        return Status::ok;
+    }
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    std::vector<Scale> sc(nb);
+    /* small buckets: statistics block by block inside the encode loop (one read of the data) */
+    const bool fused = fields::fused_stats(nb, B);
+    if (!fused) {
+        if (!local_scales(in, n, p, lvl, &sc)) return Status::nonfinite;
+        if (p.param == 0 && p.shared_scale > 0 && nb == 1) {
+            /* the agreed scaler; clipping at it keeps |gc| <= s if this chunk's sigma is larger */
+            sc[0].s = bstats::float_up(p.shared_scale);
+            sc[0].cs = std::min(sc[0].cs, sc[0].s);
+        }
+    }
+    std::vector<uint8_t> bad(fused ? (n + kBlock - 1) / kBlock : 0, 0);
+    auto block_stats = [&](size_t k, size_t lo, size_t hi) {
+        if (!fused) return;
+        for (size_t j = lo / B; j * B < hi; ++j) {
+            const size_t cnt = std::min(B, n - j * B);
+            const bstats::Moments m = bstats::moments_of(in + j * B, cnt, p.clip > 0, lvl);
+            bad[k] |= m.bad;
+            sc[j] = scale_of(m, cnt, p.clip);
+        }
+    };
+    uint8_t *codes = out + 4 * nb;
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    const bool base3 = p.variant == kBase3;
+    static const bool bmi2 = __builtin_cpu_supports("bmi2");
+    if (lvl == SimdLevel::avx512 && bmi2 && (nb <= 1 || B % 64 == 0)) {
+        /* runs start on 64-element groups; sub-blocks on whole bytes of either packing */
+        const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+        for (size_t k = 0; k < nblocks; ++k) {
+            const size_t hi = std::min(n, (k + 1) * kBlock);
+            block_stats(k, k * kBlock, hi);
+            tern_block_avx512(in, k * kBlock, hi, B, sc.data(), st, base3, codes);
+        }
+    } else {
+        fields::encode_blocks(
+            n, B, p.threads, block_stats,
+            [&](size_t lo, size_t hi, size_t j, int8_t *c) { tern_run(in, lo, hi, sc[j].s, sc[j].cs, st, c, lvl); },
+            [&](const int8_t *c, size_t cnt, size_t lo) {
+                if (base3)
+                    pack3(c, cnt, codes + lo / 5);
+                else
+                    fields::pack(c, cnt, 2, codes + lo / 4, lvl);
+            });
+    }
+    for (uint8_t x : bad)
+        if (x) return Status::nonfinite;
+    for (size_t j = 0; j < nb; ++j) std::memcpy(out + 4 * j, &sc[j].s, 4);
+    *len = need;
+    return Status::ok;
+}
+
+Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
+    CMPI_CHECK(tg_check(p));
+    if (len != tg_max_payload(n, p)) return Status::corrupt;
+    const size_t nb = bstats::bucket_count(n, p.param);
+    std::vector<float> s(nb);
+    if (nb) std::memcpy(s.data(), in, 4 * nb);
+    for (float v : s)
+        if (!std::isfinite(v) || std::signbit(v) || (p.variant == kLevels && !levels_fit(v, p.bits)))
+            return Status::corrupt;
+    const uint8_t *codes = in + 4 * nb;
+    const size_t avail = len - 4 * nb;
+    uint32_t bad = 0;
+    if (p.variant == kBase4)
+        for (size_t i = 0; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u; /* field 10b = -2 */
+    else if (p.variant == kBase3)
+        for (size_t i = 0; i < avail; ++i) bad |= codes[i] > 242;
+    if (bad) return Status::corrupt;
+    SimdLevel lvl = std::min(p.simd, simd_detect());
+    if (p.variant != kBase3) {
+        fields::decode(codes, avail, n, p.variant == kBase4 ? 2 : p.bits, s.data(), p.param, out, add, lvl, p.threads);
+        return Status::ok;
+    }
+    const size_t B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t hi = std::min(n, (k + 1) * kBlock);
+        for (size_t lo = k * kBlock; lo < hi;) {
+            const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
+            unpack3(codes, lo, end, s[j], out, add, lvl);
+            lo = end;
+        }
+    }
+    return Status::ok;
+}
+
+Status tg_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+    return tg_decode_common(in, len, n, p, out, false);
+}
+Status tg_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
+    return tg_decode_common(in, len, n, p, acc, true);
+}
+
+/* Phase 2 sums P ternary contributions on one grid {-s, 0, s}: integer levels in [-P, P]. The
+ * collective may set nranks on either argument. */
+Status tg_reduced_params(const CodecParams &p, CodecParams *out) {
+    const int P = std::max(p.nranks, out->nranks);
+    const int b = level_bits(P);
+    if (b == 0) return Status::unsupported;
+    *out = p;
+    out->nranks = P;
+    out->variant = kLevels;
+    out->bits = static_cast<uint8_t>(b);
+    return Status::ok;
+}
+
+}  // namespace
+
+int level_bits(int nranks) {
+    if (nranks < 1) nranks = 1;
+    for (int b = 2; b <= kMaxLevelBits; ++b)
+        if (nranks <= (1 << (b - 1)) - 1) return b;
+    return 0;
+}
+
+}  // namespace compmpi::terngrad
+
+namespace compmpi {
+extern const CodecOps codec_terngrad_ops = {
+    CodecId::terngrad,
+    "terngrad",
+    "stochastic ternary {-s,0,s} (TernGrad), c*sigma clipping, scaler shared across ranks; packing: base4|base3",
+    CODEC_SHARED_SCALE | CODEC_STOCHASTIC,
+    2,
+    2,
+    2,
+    1,
+    terngrad::tg_check,
+    terngrad::tg_max_payload,
+    terngrad::tg_prepare,
+    terngrad::tg_encode,
+    terngrad::tg_decode,
+    terngrad::tg_decode_add,
+    terngrad::tg_reduced_params,
+};
+}  // namespace compmpi

@@ -1,0 +1,282 @@
+/* qsgd: identical bytes on every CPU path and thread count; decoded values on the grid
+ * k * norm / s with |k| <= s; unbiasedness; the variance bound of Alistarh et al. (Lemma 3.1);
+ * reproducibility; NaN/Inf; hostile payloads. */
+#include "qsgd/qsgd.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "testutil.h"
+
+using namespace compmpi;
+using testutil::gradient_data;
+
+namespace {
+
+const CodecOps &ops() {
+    return *codec_by_id(static_cast<int>(CodecId::qsgd));
+}
+
+std::vector<SimdLevel> levels() {
+    std::vector<SimdLevel> v{SimdLevel::scalar};
+    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
+    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
+    return v;
+}
+
+std::vector<float> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
+    testutil::Rng r(seed);
+    std::vector<float> v(n);
+    for (auto &x : v) x = static_cast<float>(r.normal() * scale);
+    return v;
+}
+
+CodecParams params(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stream = 9) {
+    CodecParams p;
+    p.bits = static_cast<uint8_t>(bits);
+    p.param = bucket;
+    p.bucket = bucket;
+    p.seed = seed;
+    p.stream = stream;
+    p.simd = simd_detect();
+    return p;
+}
+
+std::vector<uint8_t> encode(const CodecParams &p, const std::vector<float> &x, Status *st = nullptr) {
+    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
+    size_t len = 0;
+    Status s = ops().encode(x.data(), x.size(), p, out.data(), out.size(), &len);
+    if (st)
+        *st = s;
+    else
+        assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
+    if (s == Status::ok) {
+        assert_int_equal(len, ops().max_payload(x.size(), p));
+        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
+        out.resize(len);
+    }
+    return out;
+}
+
+std::vector<float> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
+    std::vector<float> y(n + 1, 7.0f);
+    assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())), static_cast<int>(Status::ok));
+    assert_true(y[n] == 7.0f);
+    y.resize(n);
+    return y;
+}
+
+float norm_of(const std::vector<uint8_t> &b, size_t j) {
+    float s;
+    std::memcpy(&s, b.data() + 4 * j, 4);
+    return s;
+}
+
+void given_any_path_and_threads_when_encoding_expect_identical_bytes(void **) {
+    const size_t sizes[] = {0, 1, 7, 8, 9, 63, 64, 65, 129, 1000, 2561, 40960 * 3 + 77, 300007};
+    for (size_t n : sizes)
+        for (int bits = 2; bits <= 8; ++bits)
+            for (uint32_t bucket : {0u, 512u, 100u, 8192u}) {     /* 512, 8192: statistics fused per block */
+                if (n > 5000 && bits != 4 && bits != 7) continue; /* keep it fast */
+                auto x = gradient_data(n, 200 + n);
+                if (n > 8) x[4] = x[5] = 1.0f; /* gradient_data's +-FLT_MAX would overflow the norm */
+                CodecParams p = params(bits, bucket);
+                p.simd = SimdLevel::scalar;
+                auto ref = encode(p, x);
+                for (SimdLevel l : levels())
+                    for (int threads : {1, 2, 4}) {
+                        p.simd = l;
+                        p.threads = threads;
+                        if (ref != encode(p, x))
+                            fail_msg("n=%zu bits=%d bucket=%u simd=%s threads=%d", n, bits, bucket, simd_name(l),
+                                     threads);
+                        auto y = decode(p, ref, n);
+                        p.simd = SimdLevel::scalar;
+                        p.threads = 1;
+                        auto yref = decode(p, ref, n);
+                        assert_true(testutil::same_bytes(y.data(), yref.data(), 4 * n));
+                    }
+            }
+}
+
+void given_encoded_bucket_when_decoding_expect_levels_of_norm(void **) {
+    const size_t n = 10000;
+    auto x = normal_data(n, 5);
+    for (int bits = 2; bits <= 8; ++bits)
+        for (uint32_t bucket : {0u, 512u, 333u}) {
+            CodecParams p = params(bits, bucket);
+            auto b = encode(p, x);
+            auto y = decode(p, b, n);
+            const double s = (1 << (bits - 1)) - 1;
+            const size_t B = bucket ? bucket : n;
+            for (size_t lo = 0; lo < n; lo += B) {
+                const size_t hi = std::min(n, lo + B);
+                double sq = 0;
+                for (size_t i = lo; i < hi; ++i) sq += static_cast<double>(x[i]) * x[i];
+                const float N = norm_of(b, lo / B);
+                assert_true(N >= std::sqrt(sq) && std::nextafter(N, 0.0f) < std::sqrt(sq)); /* rounded up */
+                const float step = N / static_cast<float>(s);
+                for (size_t i = lo; i < hi; ++i) {
+                    const double k = y[i] / step;
+                    assert_true(std::fabs(k - std::nearbyint(k)) < 1e-3 && std::fabs(k) <= s + 1e-6);
+                    if (y[i] != 0) assert_true(std::signbit(y[i]) == std::signbit(x[i]));
+                    /* adjacent levels only: |x - y| < one step */
+                    assert_true(std::fabs(y[i] - x[i]) < step * (1 + 1e-5));
+                }
+            }
+        }
+}
+
+void given_many_streams_when_quantizing_expect_unbiased(void **) {
+    const size_t n = 256;
+    const int R = 2000;
+    auto x = normal_data(n, 17, 1.0);
+    x[3] = 6.0f;
+    for (int bits : {2, 4, 8})
+        for (uint32_t bucket : {0u, 64u}) {
+            std::vector<double> sum(n, 0.0);
+            std::vector<float> N((n + 63) / 64);
+            for (int r = 0; r < R; ++r) {
+                CodecParams p = params(bits, bucket, 3, 5000 + r);
+                auto b = encode(p, x);
+                for (size_t j = 0; j < (bucket ? n / bucket : 1); ++j) N[j] = norm_of(b, j);
+                auto y = decode(p, b, n);
+                for (size_t i = 0; i < n; ++i) sum[i] += y[i];
+            }
+            const double s = (1 << (bits - 1)) - 1;
+            for (size_t i = 0; i < n; ++i) {
+                const double Ni = N[bucket ? i / bucket : 0], step = Ni / s;
+                const double r = std::fabs(x[i]) / step, f = r - std::floor(r);
+                const double se = step * std::sqrt(f * (1 - f) / R), mean = sum[i] / R;
+                if (std::fabs(mean - x[i]) > 4 * se + 1e-6 * step)
+                    fail_msg("bits=%d bucket=%u i=%zu x=%g mean=%g se=%g", bits, bucket, i, x[i], mean, se);
+            }
+        }
+}
+
+/* Lemma 3.1: E||Q(v) - v||^2 <= min(d / s^2, sqrt(d) / s) ||v||^2 for a bucket of d elements. */
+void given_many_streams_when_quantizing_expect_variance_bound(void **) {
+    const int R = 200;
+    for (size_t d : {64ul, 512ul, 4096ul})
+        for (int bits = 2; bits <= 8; ++bits) {
+            auto x = normal_data(d, 40 + d);
+            double v2 = 0;
+            for (float v : x) v2 += static_cast<double>(v) * v;
+            double err = 0;
+            for (int r = 0; r < R; ++r) {
+                CodecParams p = params(bits, 0, 1, r);
+                auto y = decode(p, encode(p, x), d);
+                for (size_t i = 0; i < d; ++i)
+                    err += (static_cast<double>(y[i]) - x[i]) * (static_cast<double>(y[i]) - x[i]);
+            }
+            err /= R;
+            const double s = (1 << (bits - 1)) - 1;
+            const double bound = std::min(d / (s * s), std::sqrt(static_cast<double>(d)) / s) * v2;
+            if (err > bound) fail_msg("d=%zu bits=%d E||Q(v)-v||^2=%g bound=%g", d, bits, err, bound);
+            if (d == 512 && (bits == 4 || bits == 8))
+                print_message("qsgd d=%zu bits=%d: E||Q(v)-v||^2 / ||v||^2 = %.4f (bound %.4f)\n", d, bits, err / v2,
+                              bound / v2);
+        }
+}
+
+void given_same_or_other_stream_when_encoding_expect_same_or_other_bytes(void **) {
+    auto x = normal_data(5000, 4);
+    auto a = encode(params(4, 512, 1, 2), x);
+    assert_true(a == encode(params(4, 512, 1, 2), x));
+    assert_true(a != encode(params(4, 512, 1, 3), x));
+    assert_true(a != encode(params(4, 512, 2, 2), x));
+}
+
+void given_nan_or_inf_when_encoding_expect_nonfinite(void **) {
+    for (float bad : {NAN, INFINITY, -INFINITY})
+        for (size_t pos : {0ul, 17ul, 999ul})
+            for (uint32_t bucket : {0u, 100u}) {
+                auto x = normal_data(1000, 3);
+                x[pos] = bad;
+                CodecParams p = params(4, bucket);
+                for (SimdLevel l : levels()) {
+                    p.simd = l;
+                    Status st;
+                    encode(p, x, &st);
+                    assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
+                }
+            }
+    /* a norm beyond fp32 goes to the exact path too */
+    std::vector<float> big(4, 3e38f);
+    Status st;
+    encode(params(4, 0), big, &st);
+    assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
+}
+
+void given_zero_or_tiny_buckets_when_encoding_expect_exact_zero_and_bounded(void **) {
+    std::vector<float> x(1000, 0.0f);
+    for (size_t i = 500; i < 600; ++i) x[i] = 1e-42f * static_cast<float>(i % 7); /* denormals */
+    CodecParams p = params(4, 100);
+    auto y = decode(p, encode(p, x), x.size());
+    for (size_t i = 0; i < 500; ++i) assert_true(y[i] == 0.0f);
+    for (size_t i = 500; i < 600; ++i) assert_true(std::fabs(y[i] - x[i]) <= norm_of(encode(p, x), 5) / 7 * 1.0001f);
+}
+
+void given_hostile_payload_when_decoding_expect_ok_or_corrupt(void **) {
+    testutil::Rng r(7);
+    const size_t n = 301;
+    auto x = normal_data(n, 2);
+    for (int bits : {2, 3, 8})
+        for (uint32_t bucket : {0u, 50u}) {
+            CodecParams p = params(bits, bucket);
+            auto good = encode(p, x);
+            const size_t nb = bucket ? (n + bucket - 1) / bucket : 1;
+            std::vector<float> y(n);
+            for (size_t len : {good.size() - 1, good.size() + 1}) {
+                std::unique_ptr<uint8_t[]> m(new uint8_t[len]);
+                std::memcpy(m.get(), good.data(), std::min(len, good.size()));
+                assert_int_equal(static_cast<int>(ops().decode(m.get(), len, n, p, y.data())),
+                                 static_cast<int>(Status::corrupt));
+            }
+            for (float bad : {NAN, INFINITY, -2.0f, -0.0f, 3.4e38f}) {
+                std::vector<uint8_t> b(good);
+                std::memcpy(b.data() + 4 * (nb - 1), &bad, 4);
+                assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())),
+                                 static_cast<int>(Status::corrupt));
+            }
+            for (int it = 0; it < 200; ++it) {
+                std::unique_ptr<uint8_t[]> m(new uint8_t[good.size()]);
+                std::memcpy(m.get(), good.data(), good.size());
+                for (size_t i = 4 * nb; i < good.size(); ++i) m[i] = static_cast<uint8_t>(r.next());
+                Status s = ops().decode_add(m.get(), good.size(), n, p, y.data());
+                assert_true(s == Status::ok || s == Status::corrupt);
+                for (float v : y) assert_true(std::isfinite(v));
+            }
+        }
+    CodecParams p = params(9, 0);
+    assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
+    p = params(1, 0);
+    assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
+    p = params(4, 0);
+    p.variant = 1;
+    assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
+}
+
+void given_sizes_when_asking_payload_expect_bits_plus_norms(void **) {
+    const size_t n = 1 << 20;
+    assert_int_equal(ops().max_payload(n, params(4, 512)), 4 * (n / 512) + n / 2);
+    assert_int_equal(ops().max_payload(n, params(3, 0)), 4 + 3 * n / 8);
+    assert_int_equal(ops().max_payload(0, params(8, 512)), 0);
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(given_any_path_and_threads_when_encoding_expect_identical_bytes),
+        cmocka_unit_test(given_encoded_bucket_when_decoding_expect_levels_of_norm),
+        cmocka_unit_test(given_many_streams_when_quantizing_expect_unbiased),
+        cmocka_unit_test(given_many_streams_when_quantizing_expect_variance_bound),
+        cmocka_unit_test(given_same_or_other_stream_when_encoding_expect_same_or_other_bytes),
+        cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite),
+        cmocka_unit_test(given_zero_or_tiny_buckets_when_encoding_expect_exact_zero_and_bounded),
+        cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
+        cmocka_unit_test(given_sizes_when_asking_payload_expect_bits_plus_norms),
+    };
+    return cmocka_run_group_tests_name("qsgd", tests, nullptr, nullptr);
+}

@@ -1,0 +1,554 @@
+/* terngrad: Philox known answers; identical bytes on every CPU path and thread count; values
+ * only in {-s, 0, s}; unbiasedness (with and without clipping); scaler sharing; base3 and base4
+ * decode alike; the phase-2 levels variant is exact for sums of P ternary vectors;
+ * reproducibility; NaN/Inf; buckets; hostile payloads. */
+#include "terngrad/terngrad.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "common/philox.h"
+#include "testutil.h"
+
+using namespace compmpi;
+using testutil::gradient_data;
+
+namespace {
+
+/* N(0, scale^2) without the extreme values of gradient_data (sums of P of them stay finite) */
+std::vector<float> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
+    testutil::Rng r(seed);
+    std::vector<float> v(n);
+    for (auto &x : v) x = static_cast<float>(r.normal() * scale);
+    return v;
+}
+
+const CodecOps &ops() {
+    return *codec_by_id(static_cast<int>(CodecId::terngrad));
+}
+
+std::vector<SimdLevel> levels() {
+    std::vector<SimdLevel> v{SimdLevel::scalar};
+    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
+    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
+    return v;
+}
+
+CodecParams params(uint8_t variant, uint32_t bucket, float clip, uint64_t seed = 7, uint64_t stream = 11) {
+    CodecParams p;
+    p.bits = 2;
+    p.variant = variant;
+    p.param = bucket;
+    p.bucket = bucket;
+    p.clip = clip;
+    p.seed = seed;
+    p.stream = stream;
+    p.simd = simd_detect();
+    p.threads = 1;
+    return p;
+}
+
+std::vector<uint8_t> encode(const CodecParams &p, const std::vector<float> &x, Status *st = nullptr) {
+    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
+    size_t len = 0;
+    Status s = ops().encode(x.data(), x.size(), p, out.data(), out.size(), &len);
+    if (st)
+        *st = s;
+    else
+        assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
+    if (s == Status::ok) {
+        assert_int_equal(len, ops().max_payload(x.size(), p));
+        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB); /* nothing past the payload */
+        out.resize(len);
+    }
+    return out;
+}
+
+std::vector<float> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
+    std::vector<float> y(n + 1, 7.0f);
+    assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())), static_cast<int>(Status::ok));
+    assert_true(y[n] == 7.0f);
+    y.resize(n);
+    return y;
+}
+
+float scaler(const std::vector<uint8_t> &b, size_t j) {
+    float s;
+    std::memcpy(&s, b.data() + 4 * j, 4);
+    return s;
+}
+
+/* Population sigma as the codec defines it (double, then c * sigma rounded to fp32). */
+float clip_threshold(const float *x, size_t n, float c) {
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; ++i) {
+        sum += x[i];
+        sq += static_cast<double>(x[i]) * x[i];
+    }
+    double mean = sum / n, var = std::max(0.0, sq / n - mean * mean);
+    float cs = static_cast<float>(c * std::sqrt(var));
+    return c > 0 && cs > 0 ? cs : INFINITY;
+}
+
+void given_philox_when_known_answers_expect_random123_vectors(void **) {
+    const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420,
+         0x24126ea1},
+    };
+    for (const auto &k : kat) {
+        uint32_t out[4];
+        philox::block(k, k[4], k[5], out);
+        for (int i = 0; i < 4; ++i) assert_int_equal(out[i], k[6 + i]);
+    }
+}
+
+/* The SIMD generators give every element the word philox::word() defines. */
+CMPI_AVX2 void check_groups_avx2(const philox::Stream &st, uint64_t q) {
+    __m256i w[8];
+    philox::group_avx2(st, philox::keys_avx2(st), q, w);
+    alignas(32) uint32_t got[8];
+    for (int l = 0; l < 4; ++l)
+        for (int h = 0; h < 2; ++h) {
+            _mm256_store_si256(reinterpret_cast<__m256i *>(got), w[2 * l + h]);
+            for (int j = 0; j < 8; ++j) assert_int_equal(got[j], philox::word(st, 64 * q + 16 * l + 8 * h + j));
+        }
+}
+
+CMPI_AVX512 void check_groups_avx512(const philox::Stream &st, uint64_t q) {
+    __m512i w[8];
+    philox::groups_avx512<2>(st, philox::keys_avx512(st), q, w);
+    alignas(64) uint32_t got[16];
+    for (int l = 0; l < 8; ++l) {
+        _mm512_store_si512(got, w[l]);
+        for (int j = 0; j < 16; ++j) assert_int_equal(got[j], philox::word(st, 64 * q + 16 * l + j));
+    }
+}
+
+void given_simd_generators_when_compared_expect_scalar_words(void **) {
+    for (uint64_t seed : {0ull, 1ull, 0xFFFFFFFFFFFFFFFFull})
+        for (uint64_t stream : {0ull, 5ull, 0x123456789ABCDEFull})
+            for (uint64_t q : {0ull, 1ull, 77ull, 0xFFFFFFFull, 0x123456789ull, 0x03FFFFFFFFFFFFFEull}) {
+                const philox::Stream st = philox::make_stream(seed, stream);
+                uint32_t w[64];
+                philox::group_scalar(st, q, w);
+                for (int j = 0; j < 64; ++j) assert_int_equal(w[j], philox::word(st, 64 * q + j));
+                if (simd_detect() >= SimdLevel::avx2) check_groups_avx2(st, q);
+                if (simd_detect() >= SimdLevel::avx512) check_groups_avx512(st, q);
+            }
+}
+
+void given_any_path_and_threads_when_encoding_expect_identical_bytes(void **) {
+    if (levels().size() == 1) print_message("note: this CPU has no AVX2: only the scalar path is compared\n");
+    const size_t sizes[] = {0, 1, 3, 4, 5, 63, 64, 65, 129, 1000, 2561, 40960 * 3 + 77, 300007};
+    for (size_t n : sizes)
+        for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3})
+            for (uint32_t bucket : {0u, 64u, 500u, 8192u, 100000u}) /* 64, 8192: statistics fused per block */
+                for (float clip : {0.0f, 2.5f})
+                    for (double shared : {0.0, 1e3}) {
+                        if (bucket && shared > 0) continue;
+                        if (n > 5000 && (clip == 0.0f || shared > 0)) continue; /* keep it fast */
+                        auto x = gradient_data(n, 100 + n);
+                        CodecParams p = params(variant, bucket, clip);
+                        p.shared_scale = shared;
+                        p.simd = SimdLevel::scalar;
+                        auto ref = encode(p, x);
+                        for (SimdLevel l : levels())
+                            for (int threads : {1, 2, 4}) {
+                                p.simd = l;
+                                p.threads = threads;
+                                auto got = encode(p, x);
+                                if (ref != got)
+                                    fail_msg("n=%zu variant=%d bucket=%u clip=%g shared=%g simd=%s threads=%d", n,
+                                             variant, bucket, clip, shared, simd_name(l), threads);
+                            }
+                    }
+}
+
+void given_any_path_and_threads_when_decoding_expect_identical_floats(void **) {
+    for (size_t n : {1ul, 7ul, 100ul, 1001ul, 200003ul})
+        for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3})
+            for (uint32_t bucket : {0u, 77u, 4096u}) {
+                auto x = gradient_data(n, 5 + n);
+                CodecParams p = params(variant, bucket, 2.5f);
+                auto b = encode(p, x);
+                p.simd = SimdLevel::scalar;
+                auto ref = decode(p, b, n);
+                std::vector<float> acc0(n), refacc(n);
+                for (size_t i = 0; i < n; ++i) acc0[i] = refacc[i] = static_cast<float>(i % 13) - 6.0f;
+                refacc[0] = -0.0f; /* -0 + 0 must stay as the scalar path leaves it */
+                acc0[0] = -0.0f;
+                assert_int_equal(static_cast<int>(ops().decode_add(b.data(), b.size(), n, p, refacc.data())), 0);
+                for (size_t i = 0; i < n; ++i) assert_true(refacc[i] == acc0[i] + ref[i]);
+                for (SimdLevel l : levels())
+                    for (int threads : {1, 3}) {
+                        p.simd = l;
+                        p.threads = threads;
+                        auto got = decode(p, b, n);
+                        assert_true(testutil::same_bytes(ref.data(), got.data(), 4 * n));
+                        std::vector<float> acc = acc0;
+                        assert_int_equal(static_cast<int>(ops().decode_add(b.data(), b.size(), n, p, acc.data())), 0);
+                        assert_true(testutil::same_bytes(refacc.data(), acc.data(), 4 * n));
+                    }
+            }
+}
+
+void given_encoded_buffer_when_decoding_expect_only_minus_s_zero_s(void **) {
+    const size_t n = 50000;
+    auto x = gradient_data(n, 9);
+    for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3})
+        for (float clip : {0.0f, 2.5f}) {
+            CodecParams p = params(variant, 0, clip);
+            auto b = encode(p, x);
+            const float s = scaler(b, 0);
+            float mx = 0;
+            for (float v : x) mx = std::max(mx, std::fabs(v));
+            assert_true(s == std::min(mx, clip_threshold(x.data(), n, clip)));
+            auto y = decode(p, b, n);
+            size_t nz = 0;
+            for (size_t i = 0; i < n; ++i) {
+                assert_true(y[i] == 0.0f || y[i] == s || y[i] == -s);
+                if (y[i] != 0.0f) {
+                    ++nz;
+                    assert_true(std::signbit(y[i]) == std::signbit(x[i])); /* sign kept */
+                }
+            }
+            assert_true(nz > 0);
+        }
+}
+
+void given_base3_and_base4_when_decoding_expect_same_values(void **) {
+    for (size_t n : {1ul, 4ul, 5ul, 6ul, 999ul, 100003ul})
+        for (uint32_t bucket : {0u, 33u}) {
+            auto x = gradient_data(n, 3 * n);
+            auto y4 =
+                decode(params(terngrad::kBase4, bucket, 2.5f), encode(params(terngrad::kBase4, bucket, 2.5f), x), n);
+            auto b3 = encode(params(terngrad::kBase3, bucket, 2.5f), x);
+            auto y3 = decode(params(terngrad::kBase3, bucket, 2.5f), b3, n);
+            assert_true(testutil::same_bytes(y4.data(), y3.data(), 4 * n));
+            const size_t nb = bucket ? (n + bucket - 1) / bucket : 1;
+            assert_int_equal(b3.size(), 4 * nb + (n + 4) / 5);
+        }
+}
+
+/* mean over R streams of each decoded element is within 4 standard errors of the (clipped) input */
+void check_unbiased(const std::vector<float> &x, const CodecParams &p0, int R) {
+    const size_t n = x.size();
+    std::vector<double> sum(n, 0.0);
+    float s = 0;
+    for (int r = 0; r < R; ++r) {
+        CodecParams p = p0;
+        p.stream = 1000 + r;
+        auto b = encode(p, x);
+        s = scaler(b, 0);
+        auto y = decode(p, b, n);
+        for (size_t i = 0; i < n; ++i) sum[i] += y[i];
+    }
+    float cs = clip_threshold(x.data(), n, p0.clip);
+    if (p0.shared_scale > 0) cs = std::min(cs, s);
+    size_t clipped = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double g = std::copysign(std::min(std::fabs(x[i]), cs), x[i]);
+        clipped += std::fabs(x[i]) > cs;
+        const double q = std::fabs(g) / s, se = s * std::sqrt(q * (1 - q) / R);
+        const double mean = sum[i] / R;
+        if (std::fabs(mean - g) > 4 * se + 1e-6 * s)
+            fail_msg("element %zu: x=%g clipped=%g mean=%g se=%g s=%g", i, x[i], g, mean, se, s);
+    }
+    if (p0.clip > 0) assert_true(clipped > 0); /* the data do exercise clipping */
+}
+
+void given_many_streams_when_ternarizing_expect_unbiased(void **) {
+    testutil::Rng r(77);
+    std::vector<float> x(256);
+    for (auto &v : x) v = static_cast<float>(r.normal());
+    x[10] = 9.0f; /* outliers beyond 2.5 sigma */
+    x[20] = -7.5f;
+    check_unbiased(x, params(terngrad::kBase4, 0, 0.0f), 2000);
+    check_unbiased(x, params(terngrad::kBase4, 0, 2.5f), 2000);
+    CodecParams p = params(terngrad::kBase3, 0, 2.5f);
+    p.shared_scale = 4.0; /* a larger agreed scaler (another rank's) */
+    check_unbiased(x, p, 2000);
+}
+
+void given_shared_scale_when_encoding_expect_agreed_grid(void **) {
+    const size_t n = 10000;
+    auto x = gradient_data(n, 21);
+    CodecParams p = params(terngrad::kBase4, 0, 2.5f);
+    double stat = -1;
+    assert_int_equal(static_cast<int>(ops().prepare(x.data(), n, p, &stat)), 0);
+    auto b0 = encode(p, x);
+    assert_true(static_cast<float>(stat) == scaler(b0, 0)); /* prepare = the local scaler */
+    p.shared_scale = 3.0 * stat + 1e-30;                    /* not an fp32 value: rounded up */
+    auto b = encode(p, x);
+    const float s = scaler(b, 0);
+    assert_true(static_cast<double>(s) >= p.shared_scale && std::nextafter(s, 0.0f) < p.shared_scale);
+    for (float v : decode(p, b, n)) assert_true(v == 0.0f || std::fabs(v) == s);
+    /* NaN/Inf/negative shared scales are caller errors */
+    for (double bad : {-1.0, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
+        p.shared_scale = bad;
+        Status st;
+        encode(p, x, &st);
+        assert_int_equal(static_cast<int>(st), static_cast<int>(Status::invalid_arg));
+    }
+}
+
+/* Phase 2: P ranks' ternary contributions on one grid, summed in rank order (phase 1),
+ * re-encoded with reduced_params: exactly s * k with k the integer sum of the codes. */
+void given_sum_of_P_ternary_vectors_when_levels_expect_exact(void **) {
+    const size_t n = 70001;
+    for (int P = 2; P <= 8; ++P) {
+        CodecParams p = params(terngrad::kBase4, 0, 2.5f);
+        std::vector<std::vector<float>> x(P);
+        double shared = 0;
+        for (int r = 0; r < P; ++r) {
+            x[r] = normal_data(n, 500 + r);
+            double st;
+            assert_int_equal(static_cast<int>(ops().prepare(x[r].data(), n, p, &st)), 0);
+            shared = std::max(shared, st);
+        }
+        p.shared_scale = shared;
+        std::vector<float> acc(n);
+        std::vector<int> k(n, 0);
+        float s = 0;
+        for (int r = 0; r < P; ++r) {
+            p.stream = 40 + r;
+            auto b = encode(p, x[r]);
+            s = scaler(b, 0);
+            auto y = decode(p, b, n);
+            for (size_t i = 0; i < n; ++i) k[i] += y[i] == 0.0f ? 0 : (y[i] > 0 ? 1 : -1);
+            if (r == 0)
+                acc = y;
+            else
+                assert_int_equal(static_cast<int>(ops().decode_add(b.data(), b.size(), n, p, acc.data())), 0);
+        }
+        CodecParams p2 = p;
+        p2.nranks = P;
+        assert_int_equal(static_cast<int>(ops().reduced_params(p, &p2)), 0);
+        assert_int_equal(p2.variant, terngrad::kLevels);
+        assert_int_equal(p2.bits, static_cast<int>(std::ceil(std::log2(2.0 * P + 1))));
+        assert_int_equal(static_cast<int>(ops().check(p2)), 0);
+        auto b2 = encode(p2, acc);
+        assert_true(scaler(b2, 0) == s);
+        assert_int_equal(b2.size(), 4 + (n * p2.bits + 7) / 8);
+        for (SimdLevel l : levels()) {
+            p2.simd = l;
+            auto y2 = decode(p2, b2, n);
+            for (size_t i = 0; i < n; ++i) {
+                const float want = static_cast<float>(k[i] * static_cast<double>(s));
+                if (y2[i] != want) fail_msg("P=%d i=%zu k=%d got=%g want=%g", P, i, k[i], y2[i], want);
+                assert_true(std::fabs(y2[i] - acc[i]) <= 4e-7f * P * s); /* the fp32 sum was already k s */
+            }
+        }
+        /* nranks on the input only works too */
+        CodecParams p3, in = p;
+        in.nranks = P;
+        assert_int_equal(static_cast<int>(ops().reduced_params(in, &p3)), 0);
+        assert_int_equal(p3.bits, p2.bits);
+    }
+    assert_int_equal(terngrad::level_bits(1), 2);
+    assert_int_equal(terngrad::level_bits(3), 3);
+    assert_int_equal(terngrad::level_bits(4), 4);
+    assert_int_equal(terngrad::level_bits(32767), 16);
+    assert_int_equal(terngrad::level_bits(32768), 0);
+}
+
+/* Levels without a shared scale (or off the grid): nearest of 2K+1 levels per bucket. */
+void given_levels_without_shared_scale_expect_nearest_level(void **) {
+    const size_t n = 20000;
+    auto x = normal_data(n, 8);
+    x[5] = 0.5f;
+    for (int bits : {3, 5, 9, 12})
+        for (uint32_t bucket : {0u, 1000u}) {
+            CodecParams p = params(terngrad::kLevels, bucket, 0.0f);
+            p.bits = static_cast<uint8_t>(bits);
+            auto b = encode(p, x);
+            const double K = (1 << (bits - 1)) - 1;
+            for (SimdLevel l : levels()) {
+                p.simd = l;
+                auto y = decode(p, b, n);
+                for (size_t i = 0; i < n; ++i) {
+                    const float s = scaler(b, bucket ? i / bucket : 0);
+                    assert_true(std::fabs(y[i] / s) <= K + 1e-3);
+                    assert_true(std::fabs(y[i] - x[i]) <= 0.5 * s + std::ldexp(std::fabs(x[i]), -22));
+                }
+            }
+        }
+    /* levels whose largest field would overflow fp32 are left to the exact path */
+    CodecParams p = params(terngrad::kLevels, 0, 0.0f);
+    p.bits = 3;
+    Status st;
+    encode(p, gradient_data(100, 1), &st); /* holds +-3.4e38 */
+    assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
+}
+
+void given_same_or_other_stream_when_encoding_expect_same_or_other_bytes(void **) {
+    auto x = normal_data(5000, 4);
+    auto a = encode(params(terngrad::kBase4, 0, 2.5f, 1, 2), x);
+    assert_true(a == encode(params(terngrad::kBase4, 0, 2.5f, 1, 2), x));
+    assert_true(a != encode(params(terngrad::kBase4, 0, 2.5f, 1, 3), x));
+    assert_true(a != encode(params(terngrad::kBase4, 0, 2.5f, 2, 2), x));
+}
+
+void given_nan_or_inf_when_encoding_expect_nonfinite(void **) {
+    for (float bad : {NAN, INFINITY, -INFINITY})
+        for (size_t pos : {0ul, 17ul, 999ul})
+            for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3, terngrad::kLevels})
+                for (uint32_t bucket : {0u, 100u}) {
+                    auto x = gradient_data(1000, 3);
+                    x[pos] = bad;
+                    CodecParams p = params(variant, bucket, 2.5f);
+                    if (variant == terngrad::kLevels) p.bits = 4;
+                    for (SimdLevel l : levels()) {
+                        p.simd = l;
+                        Status st;
+                        encode(p, x, &st);
+                        assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
+                        double stat;
+                        assert_int_equal(static_cast<int>(ops().prepare(x.data(), x.size(), p, &stat)),
+                                         static_cast<int>(Status::nonfinite));
+                    }
+                    std::vector<uint8_t> blob(blob_max_bytes(ops(), 1000, p));
+                    size_t len;
+                    assert_int_equal(
+                        static_cast<int>(blob_encode(ops(), p, x.data(), 1000, blob.data(), blob.size(), &len)),
+                        static_cast<int>(Status::nonfinite));
+                    BlobInfo info;
+                    assert_int_equal(static_cast<int>(blob_peek(blob.data(), len, 1000, &info)), 0);
+                    assert_int_equal(info.flags, BLOB_NONFINITE);
+                }
+}
+
+void given_buckets_when_encoding_expect_one_scaler_per_bucket(void **) {
+    for (size_t B : {100, 128}) { /* 128: statistics fused per block */
+        const size_t n = 1050, nb = (n + B - 1) / B;
+        auto x = gradient_data(n, 31);
+        for (size_t i = 3 * B; i < 4 * B; ++i) x[i] *= 1000.0f; /* one loud bucket */
+        CodecParams p = params(terngrad::kBase4, static_cast<uint32_t>(B), 2.5f);
+        auto b = encode(p, x);
+        assert_int_equal(b.size(), 4 * nb + (n + 3) / 4);
+        auto y = decode(p, b, n);
+        for (size_t j = 0; j < nb; ++j) {
+            const size_t lo = j * B, hi = std::min(n, lo + B);
+            float mx = 0;
+            for (size_t i = lo; i < hi; ++i) mx = std::max(mx, std::fabs(x[i]));
+            const float s = scaler(b, j);
+            assert_true(s == std::min(mx, clip_threshold(x.data() + lo, hi - lo, 2.5f)));
+            for (size_t i = lo; i < hi; ++i) assert_true(y[i] == 0.0f || std::fabs(y[i]) == s);
+        }
+        assert_true(scaler(b, 3) > 100 * scaler(b, 2));
+        /* through the blob layer: the bucket travels in the header */
+        std::vector<uint8_t> blob(blob_max_bytes(ops(), n, p));
+        size_t len;
+        assert_int_equal(static_cast<int>(blob_encode(ops(), p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+        std::vector<float> z(n);
+        assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, z.data(), false, simd_detect(), 1)), 0);
+        assert_true(testutil::same_bytes(y.data(), z.data(), 4 * n));
+        /* a bucket that is not in param is a caller error */
+        p.param = 0;
+        Status st;
+        encode(p, x, &st);
+        assert_int_equal(static_cast<int>(st), static_cast<int>(Status::invalid_arg));
+    }
+}
+
+void given_constant_buffer_with_clipping_expect_not_zeroed(void **) {
+    std::vector<float> x(1000, 0.25f);
+    auto b = encode(params(terngrad::kBase4, 0, 2.5f), x);
+    assert_true(scaler(b, 0) == 0.25f); /* sigma = 0: no clipping, every value is s */
+    for (float v : decode(params(terngrad::kBase4, 0, 2.5f), b, x.size())) assert_true(v == 0.25f);
+    std::vector<float> z(1000, 0.0f);
+    for (float v : decode(params(terngrad::kBase3, 0, 2.5f), encode(params(terngrad::kBase3, 0, 2.5f), z), z.size()))
+        assert_true(v == 0.0f);
+}
+
+void given_hostile_payload_when_decoding_expect_ok_or_corrupt(void **) {
+    testutil::Rng r(99);
+    const size_t n = 257;
+    auto x = normal_data(n, 1);
+    for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3, terngrad::kLevels})
+        for (uint32_t bucket : {0u, 10u}) {
+            CodecParams p = params(variant, bucket, 2.5f);
+            if (variant == terngrad::kLevels) p.bits = 5;
+            auto good = encode(p, x);
+            const size_t nb = bucket ? (n + bucket - 1) / bucket : 1;
+            std::vector<float> y(n);
+            /* wrong lengths */
+            for (size_t len : {good.size() - 1, good.size() + 1, size_t{0}}) {
+                std::vector<uint8_t> b(good);
+                b.resize(len);
+                std::unique_ptr<uint8_t[]> m(new uint8_t[len ? len : 1]);
+                if (len) std::memcpy(m.get(), b.data(), len);
+                assert_int_equal(static_cast<int>(ops().decode(m.get(), len, n, p, y.data())),
+                                 static_cast<int>(Status::corrupt));
+            }
+            /* bad scalers */
+            for (float bad : {NAN, INFINITY, -1.0f, -0.0f}) {
+                std::vector<uint8_t> b(good);
+                std::memcpy(b.data() + 4 * (nb - 1), &bad, 4);
+                assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())),
+                                 static_cast<int>(Status::corrupt));
+            }
+            /* invalid codes */
+            if (variant != terngrad::kLevels) {
+                std::vector<uint8_t> b(good);
+                b[4 * nb + 3] = variant == terngrad::kBase4 ? 0x02 : 243;
+                assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())),
+                                 static_cast<int>(Status::corrupt));
+            }
+            /* random codes: ok or corrupt, never out of bounds (valgrind) */
+            for (int it = 0; it < 200; ++it) {
+                std::unique_ptr<uint8_t[]> m(new uint8_t[good.size()]);
+                std::memcpy(m.get(), good.data(), good.size());
+                for (size_t i = 4 * nb; i < good.size(); ++i) m[i] = static_cast<uint8_t>(r.next());
+                Status s = ops().decode_add(m.get(), good.size(), n, p, y.data());
+                assert_true(s == Status::ok || s == Status::corrupt);
+            }
+        }
+    /* bad header parameters */
+    CodecParams p = params(terngrad::kBase4, 0, 0.0f);
+    p.bits = 3;
+    assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
+    p.bits = 2;
+    p.variant = 3;
+    assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
+    p.variant = terngrad::kLevels;
+    p.bits = 17;
+    assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
+}
+
+void given_sizes_when_asking_payload_expect_16x_and_20x(void **) {
+    const size_t n = 1 << 20;
+    CodecParams p = params(terngrad::kBase4, 0, 2.5f);
+    assert_int_equal(ops().max_payload(n, p), 4 + n / 4);
+    p.variant = terngrad::kBase3;
+    assert_int_equal(ops().max_payload(n, p), 4 + (n + 4) / 5);
+    p.param = 512;
+    assert_int_equal(ops().max_payload(n, p), 4 * (n / 512) + (n + 4) / 5);
+    assert_int_equal(ops().max_payload(0, p), 0);
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(given_philox_when_known_answers_expect_random123_vectors),
+        cmocka_unit_test(given_simd_generators_when_compared_expect_scalar_words),
+        cmocka_unit_test(given_any_path_and_threads_when_encoding_expect_identical_bytes),
+        cmocka_unit_test(given_any_path_and_threads_when_decoding_expect_identical_floats),
+        cmocka_unit_test(given_encoded_buffer_when_decoding_expect_only_minus_s_zero_s),
+        cmocka_unit_test(given_base3_and_base4_when_decoding_expect_same_values),
+        cmocka_unit_test(given_many_streams_when_ternarizing_expect_unbiased),
+        cmocka_unit_test(given_shared_scale_when_encoding_expect_agreed_grid),
+        cmocka_unit_test(given_sum_of_P_ternary_vectors_when_levels_expect_exact),
+        cmocka_unit_test(given_levels_without_shared_scale_expect_nearest_level),
+        cmocka_unit_test(given_same_or_other_stream_when_encoding_expect_same_or_other_bytes),
+        cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite),
+        cmocka_unit_test(given_buckets_when_encoding_expect_one_scaler_per_bucket),
+        cmocka_unit_test(given_constant_buffer_with_clipping_expect_not_zeroed),
+        cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
+        cmocka_unit_test(given_sizes_when_asking_payload_expect_16x_and_20x),
+    };
+    return cmocka_run_group_tests_name("terngrad", tests, nullptr, nullptr);
+}
