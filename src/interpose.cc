@@ -8,6 +8,8 @@
 #include <string>
 
 #include "coll.h"
+#include "cuda/module_abi.h"
+#include "cuda_loader.h"
 #include "eligibility.h"
 #include "log.h"
 #include "policy.h"
@@ -77,28 +79,70 @@ bool hierarchy(CommState &st, MPI_Comm comm, HierComms *h) {
 }
 
 /* The compressed path; the caller holds st.mu. */
-int run_compressed(const CollArgs &a, CommState &st) {
+size_t result_elements(const CollArgs &a, const CommState &st) {
+    const size_t n = static_cast<size_t>(coll_elements(a));
+    return a.kind == Coll::allgather ? n * static_cast<size_t>(st.size) : n;
+}
+
+/* Run fn on host copies of a's device buffers (copied in before, the result copied back
+ * after): for a mix of host and device buffers, and for exact fallbacks when MPI is not
+ * CUDA-aware (Debian's MPICH is not). */
+template <class F> int with_host_copies(const CollArgs &a, const CommState &st, const CudaModule &m, F &&fn) {
+    const size_t n_in = static_cast<size_t>(coll_elements(a)), n_out = result_elements(a, st);
+    const bool send_dev = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf);
+    const bool recv_dev = cuda_is_device_ptr(a.recvbuf);
+    CollArgs b = a;
+    std::vector<float> hin, hout;
+    if (send_dev) {
+        hin.resize(n_in);
+        if (m.memcpy_sync(hin.data(), a.sendbuf, n_in * sizeof(float))) return MPI_ERR_BUFFER;
+        b.sendbuf = hin.data();
+    }
+    if (recv_dev) {
+        hout.resize(n_out);
+        /* the receive buffer holds input too: in place, and at the bcast root */
+        if (m.memcpy_sync(hout.data(), a.recvbuf, n_out * sizeof(float))) return MPI_ERR_BUFFER;
+        b.recvbuf = hout.data();
+    }
+    int rc = fn(b);
+    if (recv_dev && m.memcpy_sync(a.recvbuf, hout.data(), n_out * sizeof(float))) return MPI_ERR_BUFFER;
+    return rc;
+}
+
+[[noreturn]] void abort_device(const CollArgs &a, const char *why) {
+    log_error("%s on a GPU buffer: %s. Aborting rather than leaving the other ranks waiting: install "
+              "libcompmpi_cuda.so beside libcompmpi.so, or set COMPMPI_CODEC=none.", coll_name(a.kind), why);
+    PMPI_Abort(a.comm, 1);
+    std::abort();
+}
+
+/* The compressed algorithm on a given backend. key: the user's receive buffer (awp and
+ * error-feedback state are per user buffer, whatever staging happened). */
+int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key) {
     CollStats &cs = stats(a.kind);
     const size_t n = static_cast<size_t>(coll_elements(a));
     float *out = static_cast<float *>(a.recvbuf);
-    const size_t result_n = a.kind == Coll::allgather ? n * static_cast<size_t>(st.size) : n;
+    const size_t result_n = result_elements(a, st);
+    /* the exact path; device buffers go through host copies unless MPI is CUDA-aware */
+    auto exact = [&]() { return m ? with_host_copies(a, st, *m, passthrough) : passthrough(a); };
 
     Plan plan;
-    if (policy_plan(st, a.kind, a.recvbuf, result_n, &plan) != Status::ok) {
+    if (policy_plan(st, a.kind, key, result_n, &plan) != Status::ok) {
         /* settings were validated when set; reaching here is a bug, but stay exact */
         log_error("no valid plan for %s of %zu floats; passing through", coll_name(a.kind), n);
         cs.fallback_error++;
-        return passthrough(a);
+        return exact();
     }
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
-    CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &backend_cpu(), &st};
+    CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
 
-    /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs */
+    /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs;
+     * residuals are host vectors, so device buffers go without (docs/gpu.md) */
     std::vector<float> *residual = nullptr;
-    if (a.kind == Coll::allreduce && st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS)) {
+    if (a.kind == Coll::allreduce && st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) && !m) {
         if (st.ef.size() >= kMaxTrackedBuffers) st.ef.clear();
-        residual = &st.ef[BufferKey{reinterpret_cast<uintptr_t>(a.recvbuf), n}];
+        residual = &st.ef[BufferKey{reinterpret_cast<uintptr_t>(key), n}];
         if (residual->size() != n) residual->assign(n, 0.0f);
         st.ef_scratch.resize(n);
         c.ef_res = residual->data();
@@ -142,10 +186,10 @@ int run_compressed(const CollArgs &a, CommState &st) {
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;
-            return passthrough(a);
+            return exact();
         case Status::corrupt:
             cs.fallback_error++;
-            return passthrough(a);
+            return exact();
         case Status::mpi_error:
             return raise_error(a.comm, c.mpi_err);
         default:
@@ -156,6 +200,27 @@ int run_compressed(const CollArgs &a, CommState &st) {
             PMPI_Abort(a.comm, 1);
             return MPI_ERR_INTERN;
     }
+}
+
+/* Where the user's buffers live decides the backend, never whether the call is compressed:
+ * ranks do not agree on memory placement, so every rank must run the same algorithm. */
+int run_compressed(const CollArgs &a, CommState &st) {
+    const bool send_dev = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf);
+    const bool recv_dev = cuda_is_device_ptr(a.recvbuf);
+    if (!send_dev && !recv_dev) return run_on(a, st, backend_cpu(), &st, nullptr, a.recvbuf);
+    const CudaModule *m = cuda_module();
+    if (!m) abort_device(a, "the CUDA module is not available (see the message above)");
+    const bool mixed = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && send_dev != recv_dev;
+    if (!mixed) {
+        if (!st.gpu_ctx) {
+            st.gpu_ctx = m->ctx_create(cuda_core_api());
+            st.gpu_destroy = m->ctx_destroy;
+        }
+        if (!st.gpu_ctx) abort_device(a, "the CUDA module could not create a context");
+        return run_on(a, st, *m->backend, st.gpu_ctx, m, a.recvbuf);
+    }
+    /* one buffer on the host, one on the device: compress on the host */
+    return with_host_copies(a, st, *m, [&](const CollArgs &b) { return run_on(b, st, backend_cpu(), &st, m, a.recvbuf); });
 }
 
 int dispatch(const CollArgs &a) noexcept {

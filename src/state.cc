@@ -38,6 +38,7 @@ int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
 }  // namespace
 
 CommState::~CommState() {
+    if (gpu_ctx && gpu_destroy) gpu_destroy(gpu_ctx);
     int finalized = 0;
     PMPI_Finalized(&finalized);
     if (finalized) return;

@@ -67,6 +67,9 @@ struct CommState {
     int hier_known = 0;                    /* 0 = not yet split */
     MPI_Comm hier_node = MPI_COMM_NULL, hier_leaders = MPI_COMM_NULL;
     int hier_node_rank = 0, hier_nodes = 1, hier_max_per_node = 1;
+    /* CUDA module context for device buffers (created on the first device call) */
+    void *gpu_ctx = nullptr;
+    void (*gpu_destroy)(void *) = nullptr;
     ~CommState();
     Buffer ws_f[4];          /* fp32 scratch of the CPU backend (coll/backend.h) */
 };

@@ -1,1 +1,82 @@
-# CUDA module: filled in by the GPU backend work (issue 4). Empty fragment = no CUDA code yet.
+# GPU support (docs/gpu.md).
+#
+# Always: the core's loader (src/cuda_loader.*; no CUDA header, no CUDA library: libcuda.so.1
+# and the module are dlopen()ed) and tests/unit/test_cuda, whose CPU part always runs.
+# With CUDA (configure: --with-cuda[=PATH] | auto | --without-cuda): the module
+# libcompmpi_cuda.so, compiled by nvcc with plain make rules (automake knows no .cu), linked
+# with the static CUDA runtime, installed beside libcompmpi.so; and bench/cuda_bench.
+
+libcompmpi_core_la_SOURCES += src/cuda_loader.h src/cuda_loader.cc src/cuda/module_abi.h
+# dlopen/dladdr: configure's AC_SEARCH_LIBS([dlopen], [dl]) puts -ldl into LIBS where needed.
+
+CUDA_MODULE_SRCS = src/cuda/backend_cuda.cu src/cuda/reduce.cu \
+	kernels/none/cuda/none.cu kernels/bitpack/cuda/bitpack.cu kernels/fp16/cuda/fp16.cu kernels/q8/cuda/q8.cu
+CUDA_MODULE_HDRS = src/cuda/module_abi.h src/cuda/cuda_util.cuh src/cuda/gpu_codec.cuh
+EXTRA_DIST += $(CUDA_MODULE_SRCS) $(CUDA_MODULE_HDRS) src/cuda/module.map bench/cuda_bench.cu \
+	tests/unit/test_cuda_fakedrv.cc
+
+# ---- unit test: CPU part always, GPU part when the module is built and a GPU is present
+check_PROGRAMS += tests/unit/test_cuda
+TESTS_UNIT += tests/unit/test_cuda
+tests_unit_test_cuda_SOURCES = tests/unit/test_cuda.cc tests/unit/testutil.h
+tests_unit_test_cuda_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DCOMPMPI_TEST_FAKEDRV='"$(abs_top_builddir)/tests/unit/libcompmpi_fakecuda.so"'
+tests_unit_test_cuda_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_cuda_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
+tests_unit_test_cuda_DEPENDENCIES = libcompmpi_core.la tests/unit/libcompmpi_fakecuda.so
+
+# A fake CUDA driver (and a module with a wrong ABI) for the loader tests: a plain shared
+# object built from one source, never installed.
+tests/unit/libcompmpi_fakecuda.so: $(srcdir)/tests/unit/test_cuda_fakedrv.cc
+	@$(MKDIR_P) tests/unit
+	$(AM_V_GEN)$(CXX) -std=c++20 -O1 -shared -fPIC -o $@ $(srcdir)/tests/unit/test_cuda_fakedrv.cc
+
+CLEANFILES = tests/unit/libcompmpi_fakecuda.so
+
+if HAVE_CUDA
+tests_unit_test_cuda_CPPFLAGS += -DCOMPMPI_TEST_CUDA_MODULE='"$(abs_top_builddir)/libcompmpi_cuda.so"'
+tests_unit_test_cuda_DEPENDENCIES += libcompmpi_cuda.so
+
+# nvcc flags; override NVCC_GENCODE on the make command line to build fewer archs while
+# iterating: make NVCC_GENCODE='-gencode arch=compute_90,code=sm_90'
+NVCC_FLAGS = -std=c++20 -O3 $(NVCC_GENCODE) -fmad=false --expt-relaxed-constexpr \
+	-Xcompiler -fPIC,-fvisibility=hidden,-ffp-contract=off \
+	-DCOMPMPI_CUDA_ARCHS='"$(CUDA_ARCHS)"' \
+	-I$(srcdir)/kernels -I$(srcdir)/coll -I$(srcdir)/src -I$(srcdir)/include
+CUDA_MODULE_OBJS = $(CUDA_MODULE_SRCS:.cu=.cu.o)
+CUDA_DEP_HDRS = $(CUDA_MODULE_HDRS:%=$(srcdir)/%) $(srcdir)/kernels/codec.h $(srcdir)/kernels/codecs.def \
+	$(srcdir)/kernels/simd.h $(srcdir)/src/status.h $(srcdir)/coll/backend.h $(srcdir)/kernels/bitpack/bitpack.h \
+	$(srcdir)/kernels/fp16/fp16.h $(srcdir)/kernels/q8/q8.h
+
+$(CUDA_MODULE_OBJS): %.cu.o: $(srcdir)/%.cu $(CUDA_DEP_HDRS)
+	@$(MKDIR_P) $(@D)
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+
+# The module exports compmpi_cuda_module_v1 only (module.map) and must not leave any symbol
+# for the core to provide (--no-undefined): core symbols are hidden in libcompmpi.so.
+# .libs/ gets a link so the build tree's .libs/libcompmpi.so finds it as a sibling.
+libcompmpi_cuda.so: $(CUDA_MODULE_OBJS) $(srcdir)/src/cuda/module.map
+	$(AM_V_GEN)$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(CUDA_MODULE_OBJS) -cudart static \
+		-Xlinker --no-undefined,--version-script=$(srcdir)/src/cuda/module.map,-soname,libcompmpi_cuda.so
+	@$(MKDIR_P) .libs && rm -f .libs/libcompmpi_cuda.so && $(LN_S) ../libcompmpi_cuda.so .libs/libcompmpi_cuda.so
+
+# Kernel throughput against device-to-device cudaMemcpy (links the kernel objects directly;
+# q8 is left out: its tables come from the CPU codec, which lives in the core).
+CUDA_BENCH_OBJS = src/cuda/reduce.cu.o kernels/none/cuda/none.cu.o kernels/bitpack/cuda/bitpack.cu.o \
+	kernels/fp16/cuda/fp16.cu.o
+bench/cuda_bench: $(srcdir)/bench/cuda_bench.cu $(CUDA_BENCH_OBJS) $(CUDA_DEP_HDRS)
+	@$(MKDIR_P) bench
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -o $@ $(srcdir)/bench/cuda_bench.cu $(CUDA_BENCH_OBJS) -cudart static
+
+all-local: libcompmpi_cuda.so bench/cuda_bench
+
+install-exec-local: libcompmpi_cuda.so
+	$(MKDIR_P) '$(DESTDIR)$(libdir)'
+	$(INSTALL_PROGRAM) libcompmpi_cuda.so '$(DESTDIR)$(libdir)/libcompmpi_cuda.so'
+
+uninstall-local:
+	rm -f '$(DESTDIR)$(libdir)/libcompmpi_cuda.so'
+
+clean-local:
+	rm -f libcompmpi_cuda.so .libs/libcompmpi_cuda.so $(CUDA_MODULE_OBJS) bench/cuda_bench
+endif

@@ -1,0 +1,770 @@
+/* GPU support: the core's loader (always), the CUDA module's host model (when the module
+ * is built), and the CUDA backend against the CPU codecs (when a GPU is present).
+ *
+ * Groups:
+ *   cuda_cpu    no CUDA needed: pointer classification without a driver and with a fake
+ *               one (tests/unit/test_cuda_fakedrv.cc), module loading failures, the
+ *               default module path. `test_cuda --cpu-only` runs just this group.
+ *   cuda_model  the module's kernel bodies run on the host (CudaHostModel) against the CPU
+ *               codecs and l2_norm_det: same bytes, same floats, same norm bits. Needs the
+ *               module (configure found nvcc), not a GPU.
+ *   cuda_gpu    the Backend on device memory against the CPU path: every codec's blob
+ *               bytes, decode and decode-and-add, NaN/Inf flags, l2 norm bits, element-wise
+ *               ops, scratch, prepare, pointer classification of real allocations.
+ * Tests that cannot run here print why and call skip(): they are reported as SKIPPED,
+ * never as passed. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "bitpack/bitpack.h"
+#include "codec.h"
+#include "cuda_loader.h"
+#include "policy.h"
+#include "testutil.h"
+
+using namespace compmpi;
+using testutil::gradient_data;
+
+namespace {
+
+#define SKIP_BECAUSE(...)              \
+    do {                               \
+        print_message(__VA_ARGS__);    \
+        print_message("\n");           \
+        skip();                        \
+    } while (0)
+
+const void *addr(uint64_t a) { return reinterpret_cast<const void *>(static_cast<uintptr_t>(a)); }
+
+/* ================================================================ cuda_cpu */
+
+void given_missing_driver_when_classifying_expect_host(void **) {
+    CudaPtrClassifier c("libcompmpi-no-such-driver.so.1");
+    float x = 1;
+    std::vector<float> v(64);
+    assert_false(c.is_device(&x));
+    assert_false(c.is_device(v.data()));
+    assert_false(c.is_device(nullptr));
+    assert_false(c.driver_loaded());
+    for (int i = 0; i < 1000; ++i) assert_false(c.is_device(v.data() + i % 64));
+    assert_int_equal(c.driver_queries(), 0);
+    assert_int_equal(c.cached_ranges(), 0);
+}
+
+void given_host_memory_when_classifying_globally_expect_false(void **) {
+    /* True on every machine: with libcuda these are CUDA_ERROR_INVALID_VALUE or
+     * CUDA_ERROR_NOT_INITIALIZED, without it the classifier never asks. */
+    static float global_array[16];
+    float stack_value = 0;
+    std::vector<float> heap(1 << 16);
+    assert_false(cuda_is_device_ptr(nullptr));
+    assert_false(cuda_is_device_ptr(&stack_value));
+    assert_false(cuda_is_device_ptr(global_array));
+    assert_false(cuda_is_device_ptr(heap.data()));
+    assert_false(cuda_is_device_ptr(heap.data() + heap.size() - 1));
+    assert_false(cuda_is_device_ptr(reinterpret_cast<const void *>(&given_missing_driver_when_classifying_expect_host)));
+}
+
+struct FakeLayout {
+    uint64_t dev_lo, dev_size, many_lo, many_count, mgd_lo, mgd_size, pin_lo, pin_size, uninit_lo, uninit_size,
+        norange_lo, norange_size;
+};
+
+/* The fake driver's address layout, or nullptr (and a skip) if it was not built. */
+const FakeLayout *fake_layout(void **handle) {
+    *handle = dlopen(COMPMPI_TEST_FAKEDRV, RTLD_NOW | RTLD_LOCAL);
+    if (!*handle) return nullptr;
+    auto fn = reinterpret_cast<const void *(*)()>(dlsym(*handle, "fake_cuda_layout"));
+    return fn ? static_cast<const FakeLayout *>(fn()) : nullptr;
+}
+
+void given_fake_driver_when_classifying_expect_types(void **) {
+    void *h = nullptr;
+    const FakeLayout *L = fake_layout(&h);
+    if (!L) SKIP_BECAUSE("fake driver %s not loadable: skipped", COMPMPI_TEST_FAKEDRV);
+    CudaPtrClassifier c(COMPMPI_TEST_FAKEDRV);
+    assert_true(c.driver_loaded());
+    assert_true(c.is_device(addr(L->dev_lo + 100)));
+    assert_true(c.is_device(addr(L->mgd_lo + 5)));  /* managed, reported as host memory */
+    assert_false(c.is_device(addr(L->pin_lo + 5))); /* pinned host memory */
+    assert_false(c.is_device(addr(L->dev_lo + L->dev_size)));
+    assert_false(c.is_device(addr(0x1000)));
+    assert_false(c.is_device(addr(L->uninit_lo)));   /* driver not initialised: host */
+    assert_true(c.is_device(addr(L->norange_lo + 8))); /* device without a range: not cached */
+    dlclose(h);
+}
+
+void given_fake_driver_when_repeating_expect_cache_hits(void **) {
+    void *h = nullptr;
+    const FakeLayout *L = fake_layout(&h);
+    if (!L) SKIP_BECAUSE("fake driver %s not loadable: skipped", COMPMPI_TEST_FAKEDRV);
+    CudaPtrClassifier c(COMPMPI_TEST_FAKEDRV);
+    assert_true(c.is_device(addr(L->dev_lo + 4096)));
+    const uint64_t q = c.driver_queries();
+    assert_true(q > 0);
+    for (uint64_t off : {uint64_t{0}, uint64_t{1}, L->dev_size / 2, L->dev_size - 1})
+        assert_true(c.is_device(addr(L->dev_lo + off)));
+    assert_int_equal(c.driver_queries(), q); /* all from the cache */
+    assert_int_equal(c.cached_ranges(), 1);
+    /* answers that must not be cached */
+    for (int i = 0; i < 3; ++i) {
+        const uint64_t before = c.driver_queries();
+        assert_false(c.is_device(addr(L->uninit_lo + 64)));
+        assert_false(c.is_device(addr(L->pin_lo + 64)));
+        assert_true(c.is_device(addr(L->norange_lo + 64)));
+        assert_true(c.driver_queries() > before);
+    }
+    assert_int_equal(c.cached_ranges(), 1);
+    /* more allocations than slots: the cache stays bounded, answers stay right */
+    for (uint64_t k = 0; k < L->many_count; ++k) assert_true(c.is_device(addr(L->many_lo + 4096 * k + 7)));
+    assert_int_equal(c.cached_ranges(), CudaPtrClassifier::kCacheSlots);
+    assert_true(c.is_device(addr(L->many_lo + 4096 * (L->many_count - 1)))); /* most recent: cached */
+    c.clear_cache();
+    assert_int_equal(c.cached_ranges(), 0);
+    assert_true(c.is_device(addr(L->dev_lo)));
+    dlclose(h);
+}
+
+void given_fake_driver_when_threads_classify_expect_consistent(void **) {
+    void *h = nullptr;
+    const FakeLayout *L = fake_layout(&h);
+    if (!L) SKIP_BECAUSE("fake driver %s not loadable: skipped", COMPMPI_TEST_FAKEDRV);
+    CudaPtrClassifier c(COMPMPI_TEST_FAKEDRV);
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+        ts.emplace_back([&, t] {
+            testutil::Rng r(t + 1);
+            for (int i = 0; i < 20000; ++i) {
+                const uint64_t k = r.next() % L->many_count, which = r.next() % 3;
+                if (which == 0 && !c.is_device(addr(L->many_lo + 4096 * k + (r.next() & 4095)))) ++wrong;
+                if (which == 1 && c.is_device(addr(L->pin_lo + (r.next() % L->pin_size)))) ++wrong;
+                if (which == 2 && !c.is_device(addr(L->dev_lo + (r.next() % L->dev_size)))) ++wrong;
+            }
+        });
+    for (auto &t : ts) t.join();
+    assert_int_equal(wrong.load(), 0);
+    assert_true(c.cached_ranges() <= static_cast<size_t>(CudaPtrClassifier::kCacheSlots));
+    dlclose(h);
+}
+
+void given_missing_module_when_opening_expect_null_and_reason(void **) {
+    void *h = nullptr;
+    std::string err;
+    assert_null(cuda_module_open("/nonexistent-dir/libcompmpi_cuda.so", &h, &err));
+    assert_null(h);
+    assert_true(err.find("cannot load") != std::string::npos);
+}
+
+void given_foreign_abi_module_when_opening_expect_null_and_reason(void **) {
+    void *h = nullptr;
+    std::string err;
+    assert_null(cuda_module_open(COMPMPI_TEST_FAKEDRV, &h, &err));
+    assert_null(h);
+    if (err.find("cannot load") != std::string::npos) SKIP_BECAUSE("fake module not built (%s): skipped", err.c_str());
+    print_message("expected refusal: %s\n", err.c_str());
+    assert_true(err.find("ABI") != std::string::npos);
+}
+
+void given_core_symbol_when_default_module_path_expect_sibling_of_object(void **) {
+    const std::string p = cuda_module_default_path();
+    if (p.empty()) SKIP_BECAUSE("dladdr gave no directory (program started through PATH): skipped");
+    const std::string name = "/libcompmpi_cuda.so";
+    assert_true(p.size() > name.size() && p.compare(p.size() - name.size(), name.size(), name) == 0);
+    /* the core is linked into this test program: the directory is the program's */
+    char a[PATH_MAX], b[PATH_MAX], exe[PATH_MAX];
+    const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(k > 0);
+    exe[k] = 0;
+    *std::strrchr(exe, '/') = 0;
+    assert_non_null(realpath(p.substr(0, p.size() - name.size()).c_str(), a));
+    assert_non_null(realpath(exe, b));
+    assert_string_equal(a, b);
+}
+
+void given_process_module_when_loading_twice_expect_same_answer(void **) {
+    /* No module sits beside this test program, so unless one is installed on the library
+     * path the answer is nullptr (and one warning). Either way: stable, never a crash. */
+    const CudaModule *m1 = cuda_module();
+    const CudaModule *m2 = cuda_module();
+    assert_ptr_equal(m1, m2);
+    if (m1) assert_int_equal(m1->abi_version, kCudaModuleAbi);
+}
+
+void given_core_api_when_inspected_expect_complete(void **) {
+    const CoreApi *c = cuda_core_api();
+    assert_int_equal(c->abi_version, kCudaModuleAbi);
+    assert_int_equal(c->size, sizeof(CoreApi));
+    assert_non_null(c->blob_write_header);
+    assert_non_null(c->blob_peek);
+    assert_non_null(c->codec_by_id);
+    assert_non_null(c->blob_encode);
+    assert_non_null(c->blob_decode);
+    assert_non_null(c->log_error);
+    assert_non_null(c->log_warn);
+    assert_non_null(c->status_str);
+    assert_ptr_equal(c->codec_by_id(static_cast<int>(CodecId::bitpack)), codec_by_name("bitpack"));
+}
+
+/* ================================================================ module: shared helpers */
+
+const CudaModule *g_mod = nullptr;
+void *g_mod_handle = nullptr;
+std::string g_mod_err = "CUDA module not built (no nvcc found, or configured --without-cuda)";
+
+int module_setup(void **) {
+#ifdef COMPMPI_TEST_CUDA_MODULE
+    g_mod = cuda_module_open(COMPMPI_TEST_CUDA_MODULE, &g_mod_handle, &g_mod_err);
+    if (g_mod) print_message("module: %s\n", g_mod->build_info);
+#endif
+    return 0;
+}
+int module_teardown(void **) {
+    /* the module stays loaded: unloading a static CUDA runtime before exit gains nothing */
+    return 0;
+}
+
+#define NEED_MODULE()                                                    \
+    do {                                                                 \
+        if (!g_mod) SKIP_BECAUSE("%s: skipped", g_mod_err.c_str());      \
+    } while (0)
+
+#define NEED_GPU()                                                                      \
+    do {                                                                                \
+        NEED_MODULE();                                                                  \
+        if (g_mod->device_count() == 0) SKIP_BECAUSE("no CUDA device: skipped");        \
+    } while (0)
+
+/* Codecs with CUDA kernels and the parameter sets to hold them to. */
+std::vector<CodecParams> kernel_params(const CodecOps &c) {
+    std::vector<CodecParams> v;
+    std::vector<int> bits;
+    if (c.bits_step)
+        for (int b = c.bits_min; b <= c.bits_max; b += c.bits_step) bits.push_back(b);
+    else
+        bits.push_back(c.bits_default);
+    for (int b : bits)
+        for (int variant = 0; variant < 4; ++variant) {
+            CodecParams p;
+            p.bits = static_cast<uint8_t>(b);
+            p.variant = static_cast<uint8_t>(variant);
+            p.seed = 0x1234567ull;
+            p.stream = 99;
+            p.simd = simd_detect();
+            p.threads = 1;
+            if (c.check(p) == Status::ok) v.push_back(p);
+        }
+    return v;
+}
+
+std::vector<const CodecOps *> all_codecs() {
+    std::vector<const CodecOps *> v;
+    for (int id = 0; id < 256; ++id)
+        if (const CodecOps *c = codec_by_id(id)) v.push_back(c);
+    return v;
+}
+
+const size_t kSizes[] = {0, 1, 3, 4, 5, 15, 16, 17, 63, 100, 1000, 4097, 70001};
+
+/* ================================================================ cuda_model (host) */
+
+void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
+    NEED_MODULE();
+    int checked = 0;
+    for (const CodecOps *c : all_codecs())
+        for (const CodecParams &p : kernel_params(*c)) {
+            if (!g_mod->has_kernels(static_cast<int>(c->id), &p)) continue;
+            for (size_t n : kSizes)
+                for (size_t off : {size_t{0}, size_t{1}}) { /* aligned: vector path; off 1: element path */
+                    auto x = gradient_data(n + off, 500 + n);
+                    if (n > 9) x[off + n / 2] = (n & 1) ? NAN : INFINITY; /* half the sizes carry NaN/Inf */
+                    const size_t cap = c->max_payload(n, p) + 16;
+                    std::vector<uint8_t> ref(cap + 1, 0xCD), got(cap + 1 + off, 0xCD);
+                    size_t lr = 0, lg = 0;
+                    const Status sr = c->encode(x.data() + off, n, p, ref.data(), cap, &lr);
+                    const Status sg = g_mod->model->encode(*c, p, x.data() + off, n, got.data() + off, cap, &lg);
+                    assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+                    if (sr != Status::ok) continue; /* NaN/Inf: the payload is unspecified */
+                    assert_int_equal(lg, lr);
+                    if (!testutil::same_bytes(ref.data(), got.data() + off, lr))
+                        fail_msg("%s bits=%d variant=%d n=%zu off=%zu: payload differs", c->name, p.bits, p.variant, n,
+                                 off);
+                    ++checked;
+                }
+        }
+    print_message("%d payloads compared\n", checked);
+    assert_true(checked > 0);
+}
+
+/* Values around every rounding decision: fp32 patterns in [0, 1] at a fixed stride, both
+ * signs, denormals, and for q8 the exact midpoints between neighbouring magnitudes +-3 ulps
+ * (its ties); 1.0 first, so max-abs = 1 and the scaled value is the value itself. */
+std::vector<float> decision_sweep() {
+    std::vector<float> v{1.0f};
+    for (uint32_t u = 0; u <= 0x3F800000u; u += 4099) {
+        float f;
+        std::memcpy(&f, &u, 4);
+        v.push_back(f);
+        v.push_back(-f);
+    }
+    const CodecOps *q8 = codec_by_name("q8");
+    for (int type = 0; q8 && type < 4; ++type) {
+        CodecParams p;
+        p.bits = 8;
+        p.variant = static_cast<uint8_t>(type);
+        std::vector<uint8_t> pay(4 + 128);
+        const float one = 1.0f;
+        std::memcpy(pay.data(), &one, 4);
+        for (int m = 0; m < 128; ++m) pay[4 + m] = static_cast<uint8_t>(m);
+        float mag[128];
+        if (q8->decode(pay.data(), pay.size(), 128, p, mag) != Status::ok) continue;
+        for (int m = 0; m < 127; ++m) {
+            float t = static_cast<float>((static_cast<double>(mag[m]) + mag[m + 1]) / 2);
+            for (int k = 0; k < 3; ++k) t = std::nextafter(t, 0.0f);
+            for (int k = 0; k < 7; ++k, t = std::nextafter(t, 2.0f)) v.push_back(t);
+        }
+    }
+    return v;
+}
+
+void given_decision_sweep_when_host_model_encodes_expect_cpu_bytes(void **) {
+    NEED_MODULE();
+    const auto x = decision_sweep();
+    int checked = 0;
+    for (const CodecOps *c : all_codecs())
+        for (const CodecParams &p : kernel_params(*c)) {
+            if (!g_mod->has_kernels(static_cast<int>(c->id), &p)) continue;
+            const size_t n = x.size(), cap = c->max_payload(n, p);
+            std::vector<uint8_t> ref(cap), got(cap);
+            size_t lr = 0, lg = 0;
+            assert_int_equal(static_cast<int>(c->encode(x.data(), n, p, ref.data(), cap, &lr)), 0);
+            assert_int_equal(static_cast<int>(g_mod->model->encode(*c, p, x.data(), n, got.data(), cap, &lg)), 0);
+            assert_int_equal(lg, lr);
+            for (size_t i = 0; i < lr; ++i)
+                if (ref[i] != got[i]) fail_msg("%s bits=%d variant=%d: byte %zu differs (%02x vs CPU %02x)", c->name, p.bits, p.variant, i, got[i], ref[i]);
+            ++checked;
+        }
+    print_message("%d codec/parameter sets agree on %zu decision values\n", checked, x.size());
+}
+
+void given_host_model_when_decoding_expect_cpu_floats(void **) {
+    NEED_MODULE();
+    for (const CodecOps *c : all_codecs())
+        for (const CodecParams &p : kernel_params(*c)) {
+            if (!g_mod->has_kernels(static_cast<int>(c->id), &p)) continue;
+            for (size_t n : kSizes)
+                for (size_t off : {size_t{0}, size_t{1}}) {
+                    auto x = gradient_data(n, 900 + n);
+                    std::vector<uint8_t> payload(c->max_payload(n, p) + 1);
+                    size_t len = 0;
+                    assert_int_equal(static_cast<int>(c->encode(x.data(), n, p, payload.data(), payload.size(), &len)), 0);
+                    auto acc0 = gradient_data(n + off, 77 + n);
+                    for (int add = 0; add <= 1; ++add) {
+                        std::vector<float> ref = acc0, got = acc0;
+                        const Status sr = add ? c->decode_add(payload.data(), len, n, p, ref.data() + off)
+                                              : c->decode(payload.data(), len, n, p, ref.data() + off);
+                        const Status sg = g_mod->model->decode(*c, p, payload.data(), len, n, got.data() + off, add);
+                        assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+                        if (!testutil::same_bytes(ref.data(), got.data(), (n + off) * sizeof(float)))
+                            fail_msg("%s bits=%d variant=%d n=%zu off=%zu add=%d: floats differ", c->name, p.bits,
+                                     p.variant, n, off, add);
+                    }
+                    /* a wrong length is refused like the CPU refuses it */
+                    std::vector<float> y(n + 1);
+                    if (len) assert_int_equal(static_cast<int>(g_mod->model->decode(*c, p, payload.data(), len - 1, n, y.data(), false)),
+                                              static_cast<int>(c->decode(payload.data(), len - 1, n, p, y.data())));
+                }
+        }
+}
+
+void given_host_model_when_l2norm_expect_cpu_bits(void **) {
+    NEED_MODULE();
+    const size_t sizes[] = {0, 1, 7, 8, 9, 16383, 16384, 16385, 3 * 16384 + 5, (1u << 20) + 13};
+    for (size_t n : sizes)
+        for (size_t off : {size_t{0}, size_t{3}}) {
+            auto x = gradient_data(n + off, 4242 + n);
+            const double ref = l2_norm_det(x.data() + off, n, 1), ref2 = l2_norm_det(x.data() + off, n, 2);
+            const double got = g_mod->model->l2norm(x.data() + off, n);
+            assert_true(testutil::same_bytes(&ref, &ref2, sizeof ref));
+            if (!testutil::same_bytes(&ref, &got, sizeof ref)) fail_msg("n=%zu: l2 %.17g != CPU %.17g", n, got, ref);
+        }
+}
+
+void given_no_gpu_when_backend_called_expect_clean_failures(void **) {
+    NEED_MODULE();
+    if (g_mod->device_count() > 0) SKIP_BECAUSE("a GPU is present: the no-GPU path is not exercised: skipped");
+    void *ctx = g_mod->ctx_create(cuda_core_api());
+    assert_non_null(ctx);
+    const Backend &b = *g_mod->backend;
+    const CodecOps &c = *codec_by_name("bitpack");
+    CodecParams p;
+    p.bits = 16;
+    auto x = gradient_data(1000, 1);
+    std::vector<uint8_t> blob(blob_max_bytes(c, 1000, p));
+    size_t len = 0;
+    print_message("expected: CUDA errors logged below (no device)\n");
+    assert_int_equal(b.encode(ctx, c, p, x.data(), 1000, blob.data(), blob.size(), &len), BLOB_ABANDON);
+    assert_int_equal(len, kBlobHeaderBytes);
+    BlobInfo info;
+    assert_int_equal(static_cast<int>(blob_peek(blob.data(), len, 1000, &info)), 0);
+    assert_int_equal(info.flags, BLOB_ABANDON);
+    assert_int_equal(static_cast<int>(blob_encode(c, p, x.data(), 1000, blob.data(), blob.size(), &len)), 0);
+    std::vector<float> y(1000, 5.0f);
+    assert_int_not_equal(static_cast<int>(b.decode(ctx, blob.data(), len, 1000, y.data(), false, p)), 0);
+    assert_true(y[0] == 5.0f);
+    assert_null(b.scratch(ctx, 0, 100));
+    assert_null(b.scratch(ctx, 7, 100));
+    assert_true(std::isnan(b.l2norm(ctx, x.data(), 1000)));
+    b.copy(ctx, y.data(), x.data(), 1000); /* logged, no crash */
+    assert_null(g_mod->mem_alloc(1024, kMemDevice));
+    assert_null(g_mod->mem_alloc(1024, kMemPinned));
+    g_mod->ctx_destroy(ctx);
+    g_mod->ctx_destroy(nullptr);
+    /* a context refuses a foreign core ABI */
+    CoreApi foreign = *cuda_core_api();
+    foreign.abi_version += 1;
+    assert_null(g_mod->ctx_create(&foreign));
+}
+
+/* ================================================================ cuda_gpu (device) */
+
+/* Device floats (or any kind) through the module's allocator. */
+struct DevMem {
+    void *p = nullptr;
+    int kind;
+    DevMem(size_t bytes, int k) : kind(k) { p = g_mod->mem_alloc(bytes ? bytes : 4, k); }
+    ~DevMem() { g_mod->mem_free(p, kind); }
+    float *f() const { return static_cast<float *>(p); }
+};
+
+struct Gpu {
+    void *ctx = nullptr;
+    const Backend *b = nullptr;
+    Gpu() {
+        ctx = g_mod->ctx_create(cuda_core_api());
+        b = g_mod->backend;
+    }
+    ~Gpu() { g_mod->ctx_destroy(ctx); }
+    void put(float *dev, const float *host, size_t n) { assert_int_equal(g_mod->memcpy_sync(dev, host, n * 4), 0); }
+    std::vector<float> get(const float *dev, size_t n) {
+        std::vector<float> h(n);
+        assert_int_equal(g_mod->memcpy_sync(h.data(), dev, n * 4), 0);
+        return h;
+    }
+};
+
+/* Every codec (kernels or host fallback), its parameter sets, shared scale agreed like the
+ * collectives do it (here: this rank's own statistic). */
+std::vector<CodecParams> gpu_params(const CodecOps &c, const std::vector<float> &x, size_t n) {
+    std::vector<CodecParams> v;
+    for (CodecParams p : kernel_params(c)) {
+        if ((c.flags & CODEC_SHARED_SCALE) && c.prepare) {
+            double stat = 0;
+            if (c.prepare(x.data(), n, p, &stat) != Status::ok) continue;
+            p.shared_scale = stat;
+        }
+        p.nranks = 2;
+        v.push_back(p);
+    }
+    return v;
+}
+
+void given_gpu_when_encoding_expect_cpu_blob_bytes(void **) {
+    NEED_GPU();
+    Gpu g;
+    int with_kernels = 0, fallback = 0;
+    for (const CodecOps *c : all_codecs())
+        for (size_t n : kSizes)
+            for (size_t off : {size_t{0}, size_t{1}}) {
+                auto x = gradient_data(n + off, 31 * n + 5);
+                if (n > 20 && (n & 1)) x[off + n - 3] = NAN;
+                DevMem d((n + off) * 4, kMemDevice);
+                g.put(d.f(), x.data(), n + off);
+                std::vector<float> hx(x.begin() + off, x.end());
+                for (const CodecParams &p : gpu_params(*c, hx, n)) {
+                    const size_t cap = blob_max_bytes(*c, n, p);
+                    std::vector<uint8_t> ref(cap), got(cap, 0xEE);
+                    size_t lr = 0, lg = 0;
+                    const Status sr = blob_encode(*c, p, hx.data(), n, ref.data(), cap, &lr);
+                    const uint8_t fg = g.b->encode(g.ctx, *c, p, d.f() + off, n, got.data(), cap, &lg);
+                    const uint8_t fr = sr == Status::ok ? 0 : sr == Status::nonfinite ? BLOB_NONFINITE : BLOB_ABANDON;
+                    assert_int_equal(fg, fr);
+                    if (fr == BLOB_ABANDON) continue; /* both refused these parameters */
+                    assert_int_equal(lg, lr);
+                    if (!testutil::same_bytes(ref.data(), got.data(), lr))
+                        fail_msg("%s bits=%d variant=%d n=%zu off=%zu: GPU blob differs from CPU blob", c->name, p.bits,
+                                 p.variant, n, off);
+                    (g_mod->has_kernels(static_cast<int>(c->id), &p) ? with_kernels : fallback)++;
+                }
+            }
+    print_message("compared %d blobs from CUDA kernels, %d from the host fallback\n", with_kernels, fallback);
+    assert_true(with_kernels > 0);
+}
+
+void given_blobs_when_decoding_on_gpu_expect_cpu_floats(void **) {
+    NEED_GPU();
+    Gpu g;
+    for (const CodecOps *c : all_codecs())
+        for (size_t n : kSizes)
+            for (size_t off : {size_t{0}, size_t{1}}) {
+                auto x = gradient_data(n, 7 * n + 1);
+                auto acc0 = gradient_data(n + off, 13 * n + 2);
+                DevMem d((n + off) * 4, kMemDevice);
+                for (const CodecParams &p : gpu_params(*c, x, n)) {
+                    const size_t cap = blob_max_bytes(*c, n, p);
+                    std::vector<uint8_t> blob(cap);
+                    size_t len = 0;
+                    if (blob_encode(*c, p, x.data(), n, blob.data(), cap, &len) != Status::ok) continue;
+                    for (int add = 0; add <= 1; ++add) {
+                        std::vector<float> ref = acc0;
+                        assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, ref.data() + off, add,
+                                                                      p.simd, 1)),
+                                         0);
+                        g.put(d.f(), acc0.data(), n + off);
+                        assert_int_equal(static_cast<int>(g.b->decode(g.ctx, blob.data(), len, n, d.f() + off, add, p)),
+                                         0);
+                        const auto got = g.get(d.f(), n + off);
+                        if (!testutil::same_bytes(ref.data(), got.data(), (n + off) * 4))
+                            fail_msg("%s bits=%d variant=%d n=%zu off=%zu add=%d: GPU decode differs", c->name, p.bits,
+                                     p.variant, n, off, add);
+                    }
+                }
+            }
+}
+
+void given_bad_blobs_when_decoding_on_gpu_expect_cpu_status(void **) {
+    NEED_GPU();
+    Gpu g;
+    const CodecOps &c = *codec_by_name("bitpack");
+    CodecParams p;
+    p.bits = 16;
+    const size_t n = 1000;
+    auto x = gradient_data(n, 3);
+    std::vector<uint8_t> blob(blob_max_bytes(c, n, p));
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(blob_encode(c, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+    DevMem d(n * 4, kMemDevice);
+    std::vector<float> sentinel(n, 3.0f);
+    g.put(d.f(), sentinel.data(), n);
+    assert_int_equal(static_cast<int>(g.b->decode(g.ctx, blob.data(), len - 1, n, d.f(), false, p)),
+                     static_cast<int>(Status::corrupt));                              /* truncated */
+    assert_int_equal(static_cast<int>(g.b->decode(g.ctx, blob.data(), len, n + 1, d.f(), false, p)),
+                     static_cast<int>(Status::corrupt));                              /* other count */
+    std::vector<uint8_t> flagged(kBlobHeaderBytes);
+    blob_write_header(flagged.data(), BlobInfo{c.id, BLOB_NONFINITE, 16, 0, 0, n, 0});
+    assert_int_equal(static_cast<int>(g.b->decode(g.ctx, flagged.data(), flagged.size(), n, d.f(), true, p)),
+                     static_cast<int>(Status::nonfinite));
+    blob_write_header(flagged.data(), BlobInfo{c.id, BLOB_ABANDON, 16, 0, 0, n, 0});
+    assert_int_equal(static_cast<int>(g.b->decode(g.ctx, flagged.data(), flagged.size(), n, d.f(), true, p)),
+                     static_cast<int>(Status::corrupt));
+    const auto got = g.get(d.f(), n);
+    assert_true(testutil::same_bytes(got.data(), sentinel.data(), n * 4)); /* untouched */
+}
+
+void given_large_buffers_when_staging_expect_exact_bytes(void **) {
+    NEED_GPU();
+    Gpu g;
+    const size_t n = (5u << 20) + 7; /* 20 MiB of floats: several pieces of the pinned ring */
+    auto x = gradient_data(n, 11);
+    DevMem d(n * 4, kMemDevice), out(n * 4, kMemDevice);
+    g.put(d.f(), x.data(), n);
+    for (const char *name : {"none", "bitpack"}) {
+        const CodecOps &c = *codec_by_name(name);
+        CodecParams p;
+        p.bits = static_cast<uint8_t>(c.bits_default);
+        for (int pinned = 0; pinned <= 1; ++pinned) {
+            const size_t cap = blob_max_bytes(c, n, p);
+            std::vector<uint8_t> ref(cap);
+            DevMem pin(cap, kMemPinned);
+            std::vector<uint8_t> pageable(pinned ? 0 : cap);
+            uint8_t *blob = pinned ? static_cast<uint8_t *>(pin.p) : pageable.data();
+            size_t lr = 0, lg = 0;
+            assert_int_equal(static_cast<int>(blob_encode(c, p, x.data(), n, ref.data(), cap, &lr)), 0);
+            assert_int_equal(g.b->encode(g.ctx, c, p, d.f(), n, blob, cap, &lg), 0);
+            assert_int_equal(lg, lr);
+            assert_true(testutil::same_bytes(ref.data(), blob, lr));
+            std::vector<float> y(n);
+            assert_int_equal(static_cast<int>(blob_decode(ref.data(), lr, n, y.data(), false, simd_detect(), 1)), 0);
+            assert_int_equal(static_cast<int>(g.b->decode(g.ctx, blob, lg, n, out.f(), false, p)), 0);
+            const auto got = g.get(out.f(), n);
+            assert_true(testutil::same_bytes(y.data(), got.data(), n * 4));
+        }
+    }
+}
+
+void given_gpu_when_l2norm_expect_cpu_bits(void **) {
+    NEED_GPU();
+    Gpu g;
+    const size_t sizes[] = {0, 1, 7, 8, 9, 16383, 16384, 16385, 3 * 16384 + 5, (1u << 20) + 13, (1u << 24) + 1};
+    for (size_t n : sizes)
+        for (size_t off : {size_t{0}, size_t{3}}) {
+            auto x = gradient_data(n + off, 4242 + n);
+            DevMem d((n + off) * 4, kMemDevice);
+            g.put(d.f(), x.data(), n + off);
+            const double ref = l2_norm_det(x.data() + off, n, 2);
+            const double got = g.b->l2norm(g.ctx, d.f() + off, n);
+            if (!testutil::same_bytes(&ref, &got, sizeof ref)) fail_msg("n=%zu off=%zu: GPU l2 %.17g != CPU %.17g", n, off, got, ref);
+        }
+    auto x = gradient_data(1000, 1);
+    x[500] = NAN;
+    DevMem d(4000, kMemDevice);
+    g.put(d.f(), x.data(), 1000);
+    assert_true(std::isnan(g.b->l2norm(g.ctx, d.f(), 1000)));
+}
+
+void given_gpu_when_elementwise_expect_cpu_bits(void **) {
+    NEED_GPU();
+    Gpu g;
+    for (size_t n : kSizes)
+        for (size_t off : {size_t{0}, size_t{1}}) {
+            auto a = gradient_data(n + off, 1 + n), b = gradient_data(n + off, 2 + n);
+            DevMem da((n + off) * 4, kMemDevice), db((n + off) * 4, kMemDevice), dd((n + off) * 4, kMemDevice);
+            g.put(da.f(), a.data(), n + off);
+            g.put(db.f(), b.data(), n + off);
+            std::vector<float> ref(n);
+            for (int op = 0; op < 4; ++op) {
+                for (size_t i = 0; i < n; ++i)
+                    ref[i] = op == 0 ? a[off + i] + b[off + i] : op == 1 ? a[off + i] - b[off + i] : op == 2 ? a[off + i] + b[off + i] : b[off + i];
+                if (op == 0) g.b->sum(g.ctx, dd.f() + off, da.f() + off, db.f() + off, n);
+                if (op == 1) g.b->sub(g.ctx, dd.f() + off, da.f() + off, db.f() + off, n);
+                if (op == 2) {
+                    g.b->copy(g.ctx, dd.f() + off, da.f() + off, n);
+                    g.b->add(g.ctx, dd.f() + off, db.f() + off, n);
+                }
+                if (op == 3) g.b->copy(g.ctx, dd.f() + off, db.f() + off, n);
+                const auto got = g.get(dd.f() + off, n);
+                if (!testutil::same_bytes(ref.data(), got.data(), n * 4)) fail_msg("op %d n=%zu off=%zu differs", op, n, off);
+            }
+        }
+}
+
+void given_gpu_scratch_when_growing_expect_reuse(void **) {
+    NEED_GPU();
+    Gpu g;
+    float *a = g.b->scratch(g.ctx, 0, 1000);
+    assert_non_null(a);
+    assert_ptr_equal(g.b->scratch(g.ctx, 0, 10), a); /* grow-only */
+    float *b = g.b->scratch(g.ctx, 1, 1000);
+    assert_non_null(b);
+    assert_ptr_not_equal(a, b);
+    float *big = g.b->scratch(g.ctx, 0, 10u << 20);
+    assert_non_null(big);
+    assert_true(cuda_is_device_ptr(big));
+    assert_null(g.b->scratch(g.ctx, 4, 10));
+    assert_null(g.b->scratch(g.ctx, -1, 10));
+    std::vector<float> ones(10u << 20, 1.0f);
+    g.put(big, ones.data(), ones.size()); /* the whole size is usable */
+}
+
+void given_gpu_when_prepare_expect_cpu_statistic(void **) {
+    NEED_GPU();
+    Gpu g;
+    int checked = 0;
+    for (const CodecOps *c : all_codecs()) {
+        const size_t n = 70001;
+        auto x = gradient_data(n, 5);
+        DevMem d(n * 4, kMemDevice);
+        g.put(d.f(), x.data(), n);
+        for (CodecParams p : kernel_params(*c)) {
+            double ref = -1, got = -2;
+            const Status sr = c->prepare ? c->prepare(x.data(), n, p, &ref) : Status::unsupported;
+            const Status sg = g.b->prepare(g.ctx, *c, p, d.f(), n, &got);
+            assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+            if (sr == Status::ok) {
+                assert_true(testutil::same_bytes(&ref, &got, sizeof ref));
+                ++checked;
+            }
+        }
+    }
+    print_message("%d prepare() statistics compared\n", checked);
+}
+
+void given_real_allocations_when_classifying_expect_kinds(void **) {
+    NEED_GPU();
+    DevMem dev(1 << 20, kMemDevice), mgd(1 << 16, kMemManaged), pin(1 << 16, kMemPinned);
+    assert_non_null(dev.p);
+    std::vector<float> host(1000);
+    CudaPtrClassifier c("libcuda.so.1", false);
+    assert_true(c.is_device(dev.p));
+    assert_true(c.is_device(static_cast<char *>(dev.p) + (1 << 20) - 1));
+    const uint64_t q = c.driver_queries();
+    for (int i = 0; i < 100; ++i) assert_true(c.is_device(static_cast<char *>(dev.p) + i * 1000));
+    assert_int_equal(c.driver_queries(), q); /* cache */
+    if (mgd.p) assert_true(c.is_device(mgd.p));
+    assert_false(c.is_device(pin.p));
+    assert_false(c.is_device(host.data()));
+    assert_true(cuda_is_device_ptr(dev.p));
+    assert_false(cuda_is_device_ptr(host.data()));
+}
+
+void given_managed_memory_when_encoding_expect_cpu_bytes(void **) {
+    NEED_GPU();
+    Gpu g;
+    const size_t n = 100003;
+    DevMem m(n * 4, kMemManaged);
+    if (!m.p) SKIP_BECAUSE("managed memory unavailable on this device: skipped");
+    auto x = gradient_data(n, 8);
+    g.put(m.f(), x.data(), n);
+    const CodecOps &c = *codec_by_name("bitpack");
+    CodecParams p;
+    p.bits = 24;
+    p.variant = bitpack::kNearest;
+    std::vector<uint8_t> ref(blob_max_bytes(c, n, p)), got(ref.size());
+    size_t lr = 0, lg = 0;
+    assert_int_equal(static_cast<int>(blob_encode(c, p, x.data(), n, ref.data(), ref.size(), &lr)), 0);
+    assert_int_equal(g.b->encode(g.ctx, c, p, m.f(), n, got.data(), got.size(), &lg), 0);
+    assert_int_equal(lg, lr);
+    assert_true(testutil::same_bytes(ref.data(), got.data(), lr));
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const bool cpu_only = argc > 1 && std::strcmp(argv[1], "--cpu-only") == 0;
+    const struct CMUnitTest cpu[] = {
+        cmocka_unit_test(given_missing_driver_when_classifying_expect_host),
+        cmocka_unit_test(given_host_memory_when_classifying_globally_expect_false),
+        cmocka_unit_test(given_fake_driver_when_classifying_expect_types),
+        cmocka_unit_test(given_fake_driver_when_repeating_expect_cache_hits),
+        cmocka_unit_test(given_fake_driver_when_threads_classify_expect_consistent),
+        cmocka_unit_test(given_missing_module_when_opening_expect_null_and_reason),
+        cmocka_unit_test(given_foreign_abi_module_when_opening_expect_null_and_reason),
+        cmocka_unit_test(given_core_symbol_when_default_module_path_expect_sibling_of_object),
+        cmocka_unit_test(given_process_module_when_loading_twice_expect_same_answer),
+        cmocka_unit_test(given_core_api_when_inspected_expect_complete),
+    };
+    const struct CMUnitTest model[] = {
+        cmocka_unit_test(given_host_model_when_encoding_expect_cpu_payload_bytes),
+        cmocka_unit_test(given_decision_sweep_when_host_model_encodes_expect_cpu_bytes),
+        cmocka_unit_test(given_host_model_when_decoding_expect_cpu_floats),
+        cmocka_unit_test(given_host_model_when_l2norm_expect_cpu_bits),
+        cmocka_unit_test(given_no_gpu_when_backend_called_expect_clean_failures),
+    };
+    const struct CMUnitTest gpu[] = {
+        cmocka_unit_test(given_gpu_when_encoding_expect_cpu_blob_bytes),
+        cmocka_unit_test(given_blobs_when_decoding_on_gpu_expect_cpu_floats),
+        cmocka_unit_test(given_bad_blobs_when_decoding_on_gpu_expect_cpu_status),
+        cmocka_unit_test(given_large_buffers_when_staging_expect_exact_bytes),
+        cmocka_unit_test(given_gpu_when_l2norm_expect_cpu_bits),
+        cmocka_unit_test(given_gpu_when_elementwise_expect_cpu_bits),
+        cmocka_unit_test(given_gpu_scratch_when_growing_expect_reuse),
+        cmocka_unit_test(given_gpu_when_prepare_expect_cpu_statistic),
+        cmocka_unit_test(given_real_allocations_when_classifying_expect_kinds),
+        cmocka_unit_test(given_managed_memory_when_encoding_expect_cpu_bytes),
+    };
+    /* valgrind: `--cpu-only` is clean with --leak-check=full; the full run adds one
+     * "possibly lost" TLS vector of a cached thread stack inside glibc (clean with
+     * --errors-for-leak-kinds=definite). */
+    int failed = cmocka_run_group_tests_name("cuda_cpu", cpu, nullptr, nullptr);
+    if (!cpu_only) {
+        failed += cmocka_run_group_tests_name("cuda_model", model, module_setup, module_teardown);
+        failed += cmocka_run_group_tests_name("cuda_gpu", gpu, nullptr, nullptr);
+    }
+    return failed;
+}
