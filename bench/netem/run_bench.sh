@@ -312,7 +312,11 @@ for p in $ranks; do
         [ "$base" != "$spec" ] && extras=${spec#*+}
         codec=${base%%:*}; bits=""
         [ "$codec" != "$base" ] && bits=${base#*:}
-        envs=(--preload "$lib" -genv COMPMPI_STATS 1 -genv COMPMPI_CODEC "$codec" -genv COMPMPI_POLICY static)
+        # The namespaces share this machine's cores, which hwloc cannot see: each rank would
+        # think it owns the node and start one OpenMP thread per core, and the ranks would
+        # then fight over the cores (measured: 40-80 ms lost per call). One thread per rank;
+        # a spec's +THREADS=N comes later and wins.
+        envs=(--preload "$lib" -genv COMPMPI_STATS 1 -genv COMPMPI_THREADS 1 -genv COMPMPI_CODEC "$codec" -genv COMPMPI_POLICY static)
         [ -n "$bits" ] && envs+=(-genv COMPMPI_BITS "$bits")
         if [ -n "$extras" ]; then
             IFS='+' read -r -a kvs <<< "$extras"

@@ -41,7 +41,8 @@ namespace {
 struct Segment {
     size_t lo = 0, n = 0;   /* elements [lo, lo+n) of the buffer */
     size_t base = 0;        /* chunk length (the last chunk may be shorter) */
-    uint8_t *send = nullptr, *recv = nullptr;
+    uint8_t *send = nullptr, *recv = nullptr; /* phase 1, stride S */
+    uint8_t *slots = nullptr;                 /* phase 2, stride S2 */
     MPI_Request req = MPI_REQUEST_NULL;
     uint8_t flags = 0;
 };
@@ -88,12 +89,13 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
 
     size_t lo0, base_max;
     chunk_range(seg, P, 0, &lo0, &base_max);
-    const size_t S = (std::max(blob_max_bytes(*c.codec, base_max, c.params), blob_max_bytes(*c.codec, base_max, p2)) + 63) /
-                     64 * 64;
-    if (S > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
-    const int Si = static_cast<int>(S);
+    /* each phase its own stride: phase 2 may be wider (terngrad's levels) */
+    const size_t S = (blob_max_bytes(*c.codec, base_max, c.params) + 63) / 64 * 64;
+    const size_t S2 = (blob_max_bytes(*c.codec, base_max, p2) + 63) / 64 * 64;
+    if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
+    const int Si = static_cast<int>(S), S2i = static_cast<int>(S2);
     uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
-    uint8_t *recvbuf = c.st->ws_recv.get(2 * S * P);
+    uint8_t *recvbuf = c.st->ws_recv.get(2 * (S + S2) * P);
     float *acc = c.be->scratch(c.be_ctx, 0, base_max);
     if (!sendbuf || !recvbuf || !acc) return Status::no_memory;
 
@@ -102,7 +104,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         sg[k].lo = k * seg;
         sg[k].n = std::min(seg, n - sg[k].lo);
         sg[k].send = sendbuf + (k % 2) * S * P;
-        sg[k].recv = recvbuf + (k % 2) * S * P;
+        sg[k].recv = recvbuf + (k % 2) * (S + S2) * P;
+        sg[k].slots = sg[k].recv + S * P;
     }
 
     auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {
@@ -118,8 +121,11 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             poke(progress);
         }
     };
+    /* one segment: nothing to overlap, so the blocking collectives (MPICH's tuned algorithms) */
+    const bool blocking = nseg == 1;
     auto start1 = [&](Segment &g) {
         c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+        if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, S);
         return start(c, &g.req, PMPI_Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req));
     };
     /* after phase 1 arrived: accumulate, encode the owned chunk, start phase 2 */
@@ -140,19 +146,20 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
                 }
             }
         }
-        uint8_t *mine = g.recv + S * r; /* slot r was not used by phase 1 */
+        uint8_t *mine = g.slots + S2 * r;
         {
             ScopedTimer t(c.stats->ns_encode);
             CodecParams p = p2;
             p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
             if (flags) coll_write_flag(c, p, len_r, flags, mine);
-            else coll_encode(c, p, acc, len_r, mine, S);
-            if (c.ef_new && !flags) coll_ef_update(c, mine, S, acc, len_r, c.ef_new + g.lo + lo_r);
+            else coll_encode(c, p, acc, len_r, mine, S2);
+            if (c.ef_new && !flags) coll_ef_update(c, mine, S2, acc, len_r, c.ef_new + g.lo + lo_r);
         }
-        c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+        c.stats->bytes_wire += S2 * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);
+        if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, S2);
         return start(c, &g.req,
-                     PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.recv, Si, MPI_BYTE, c.comm, &g.req));
+                     PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots, S2i, MPI_BYTE, c.comm, &g.req));
     };
     /* after phase 2 arrived: every rank sees the same slots; decode or fall back */
     auto finish = [&](Segment &g) -> Status {
@@ -161,7 +168,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
             BlobInfo info;
-            flags |= blob_peek(g.recv + S * j, S, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+            flags |= blob_peek(g.slots + S2 * j, S2, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
         }
         g.flags = flags;
         if (flags) {
@@ -178,7 +185,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         for (int j = 0; j < P; ++j) {
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
-            CMPI_CHECK(c.be->decode(c.be_ctx, g.recv + S * j, S, len, out + g.lo + lo, false, c.params));
+            CMPI_CHECK(c.be->decode(c.be_ctx, g.slots + S2 * j, S2, len, out + g.lo + lo, false, c.params));
         }
         return Status::ok;
     };
