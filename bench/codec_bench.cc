@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "codec.h"
+#include "policy.h"
+#include "settings.h"
 #include "simd.h"
 
 using namespace compmpi;
@@ -117,19 +119,20 @@ int main(int argc, char **argv) {
         for (int id = 0; id < 256; ++id) {
             const CodecOps *c = codec_by_id(id);
             if (!c || (!only.empty() && only.find("," + std::string(c->name) + ",") == std::string::npos)) continue;
-            std::vector<int> widths;
-            if (c->bits_step)
-                for (int b = c->bits_min; b <= c->bits_max; b += c->bits_step) widths.push_back(b);
-            else
-                widths.push_back(0);
+            /* the default width; bitpack at each of its widths */
+            std::vector<int> widths{0};
             if (c->id == CodecId::bitpack) widths = {8, 16, 24};
             for (int b : widths) {
                 std::vector<SimdLevel> lv{simd_detect()};
                 if (c->id == CodecId::bitpack && b == 16 && t == 1)
                     for (int l = 0; l < static_cast<int>(simd_detect()); ++l) lv.push_back(static_cast<SimdLevel>(l));
                 for (SimdLevel l : lv) {
+                    /* the parameters a user gets by default (theta, blocks, buckets, ...) */
+                    Settings s = settings_defaults();
+                    s.codec = static_cast<int>(c->id);
+                    s.bits = b;
                     CodecParams p;
-                    p.bits = static_cast<uint8_t>(b ? b : c->bits_default);
+                    if (codec_params_from_settings(*c, s, &p) != Status::ok) continue;
                     p.threads = t;
                     p.simd = l;
                     p.seed = 1;

@@ -49,6 +49,15 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
             p->bucket = static_cast<uint32_t>(s.qsgd_bucket);
             p->param = p->bucket;
             break;
+        case CodecId::topk:
+            /* values travel as exact fp32: no width; theta stays encode-side (p->theta) */
+            p->bits = 0;
+            break;
+        case CodecId::fft_topk:
+            /* the decoder needs the block layout: fft_block travels in param (0 = one
+             * transform per buffer); bits = the range-based float width (default 10) */
+            p->param = p->block;
+            break;
         default:
             break;
     }

@@ -23,7 +23,7 @@ tests_fuzz_fuzz_blob_LDADD = libcompmpi_core.la
 # ---- MPI tests: small programs run by tests/mpi/run_tests.sh from tests/mpi/testlist.
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
-	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse
+	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
 check_PROGRAMS += $(MPITEST_PROGS)
 tests_mpi_t_plain_passthrough_SOURCES = tests/mpi/t_plain_passthrough.c tests/mpi/mpitest.h
 tests_mpi_t_plain_compressed_SOURCES = tests/mpi/t_plain_compressed.c tests/mpi/mpitest.h
@@ -40,6 +40,9 @@ tests_mpi_t_hints_LDADD = libcompmpi.la -lm
 tests_mpi_t_sparse_SOURCES = tests/mpi/t_sparse.c tests/mpi/mpitest.h
 tests_mpi_t_sparse_LDADD = libcompmpi.la -lm
 tests_mpi_t_sparse_LDFLAGS = $(MPITEST_NOINSTALL)
+tests_mpi_t_codecs_SOURCES = tests/mpi/t_codecs.c tests/mpi/mpitest.h
+tests_mpi_t_codecs_LDADD = libcompmpi.la -lm
+tests_mpi_t_codecs_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_ef_SOURCES = tests/mpi/t_ef.c tests/mpi/mpitest.h
 tests_mpi_t_ef_LDADD = libcompmpi.la -lm
 tests_mpi_t_threads_SOURCES = tests/mpi/t_threads.c tests/mpi/mpitest.h

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "codec.h"
+#include "policy.h"
+#include "settings.h"
 
 using namespace compmpi;
 
@@ -41,8 +43,13 @@ int main() {
             size_t n = rnd() % 700;
             std::vector<float> x(n);
             for (auto &v : x) v = static_cast<float>(static_cast<int64_t>(rnd() % 2000001) - 1000000) * 1e-3f;
+            /* the default settings' parameters (theta, blocks, buckets: the sparse forms are
+             * exercised too), with a random width where the codec has several */
+            Settings cfg = settings_defaults();
+            cfg.codec = id;
+            cfg.bits = c->bits_step ? c->bits_min + c->bits_step * static_cast<int>(rnd() % ((c->bits_max - c->bits_min) / c->bits_step + 1)) : 0;
             CodecParams p;
-            p.bits = c->bits_step ? static_cast<uint8_t>(c->bits_min + c->bits_step * (rnd() % ((c->bits_max - c->bits_min) / c->bits_step + 1))) : 0;
+            codec_params_from_settings(*c, cfg, &p);
             std::vector<uint8_t> b(blob_max_bytes(*c, n, p) + 64);
             size_t len = 0;
             if (c->check(p) != Status::ok || blob_encode(*c, p, x.data(), n, b.data(), b.size(), &len) != Status::ok) {

@@ -1,0 +1,486 @@
+/* fft_topk CPU kernels (payload layout in fft_topk/fft_topk.h).
+ *
+ * Encode, per call:
+ *   scan      NaN/Inf and max|x| (vectorised) -> prescale exponent sc
+ *   blocks    copy (x 2^-sc) into a 64-byte aligned slot, in-place r2c (FFTW), keys
+ *             |c|^2 bits + 1 (0 for padding) and their level-1 histogram  [parallel over blocks]
+ *   select    exact top-k over the keys (topk/select.h)
+ *   bitmap    threshold compare (SIMD), ties in position order, compact the kept (re, im)
+ *             into rank order                                          [parallel over segments]
+ *   quantise  range-fit the kept parts, quantise + pack (rangefloat.h)  [parallel over 2^15]
+ * Decode: validate header, bitmap (popcounts, padding bits), lengths and an overflow bound;
+ * dequantise; per block zero a slot, scatter the kept coefficients, in-place c2r, scale by
+ * 2^sc / L into (or onto) out.
+ *
+ * Determinism: FFTW plans are made once per length with FFTW_ESTIMATE (no timing, so the same
+ * plan in every process on the same CPU/FFTW build) under a mutex (FFTW's planner is not
+ * thread-safe), and every transform runs on a slot with the plan's alignment (64 bytes), so a
+ * block's coefficients do not depend on the thread that computes them; everything else is
+ * integer counting or fixed-order. */
+#include "fft_topk/fft_topk.h"
+
+#include <fftw3.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "rangefloat/rangefloat.h"
+#include "topk/select.h"
+
+namespace compmpi::fft_topk {
+namespace {
+
+using rf::f2u;
+using sparse::kSegWords;
+
+/* ---------------------------------------------------------------- buffers and plans */
+/* Grow-only 64-byte aligned buffer (kept per thread: large buffers are expensive to fault in
+ * on every call). */
+template <class T> struct AlignedBuf {
+    T *p = nullptr;
+    size_t cap = 0;
+    ~AlignedBuf() { std::free(p); }
+    T *get(size_t n) {
+        if (n > cap) {
+            std::free(p);
+            p = nullptr;
+            cap = 0;
+            void *q = nullptr;
+            if (posix_memalign(&q, 64, std::max<size_t>(n, 16) * sizeof(T)) != 0) return nullptr;
+            p = static_cast<T *>(q);
+            cap = std::max<size_t>(n, 16);
+        }
+        return p;
+    }
+};
+
+struct Plans {
+    fftwf_plan r2c = nullptr, c2r = nullptr;
+};
+
+std::mutex g_plan_mu;
+
+/* In-place plans for length len, made on (and valid for) 64-byte aligned arrays of
+ * 2*(len/2+1) floats. */
+Plans plans_for(size_t len, float *aligned_buf) {
+    static std::map<size_t, Plans> *cache = new std::map<size_t, Plans>; /* plans live to exit */
+    std::lock_guard<std::mutex> lk(g_plan_mu);
+    auto it = cache->find(len);
+    if (it != cache->end()) return it->second;
+    Plans p;
+    const int n = static_cast<int>(len);
+    auto *c = reinterpret_cast<fftwf_complex *>(aligned_buf);
+    /* FFTW_ESTIMATE never touches the arrays while planning */
+    p.r2c = fftwf_plan_dft_r2c_1d(n, aligned_buf, c, FFTW_ESTIMATE);
+    p.c2r = fftwf_plan_dft_c2r_1d(n, c, aligned_buf, FFTW_ESTIMATE);
+    if (p.r2c && p.c2r) cache->emplace(len, p);
+    return p;
+}
+
+/* ---------------------------------------------------------------- SIMD kernels */
+#define AVX2 __attribute__((target("avx2,popcnt")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,popcnt")))
+
+/* keys[j] = bits(re^2 + im^2) + 1 for j < cnt (c holds cnt interleaved complex numbers) */
+void keys_scalar(const float *c, size_t cnt, uint32_t *keys) {
+    for (size_t j = 0; j < cnt; ++j) {
+        const float re = c[2 * j], im = c[2 * j + 1];
+        const float m = re * re + im * im; /* no FMA (-ffp-contract=off): same bits as SIMD */
+        keys[j] = f2u(m) + 1;
+    }
+}
+AVX2 void keys_avx2(const float *c, size_t cnt, uint32_t *keys) {
+    const __m256i perm = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7), one = _mm256_set1_epi32(1);
+    size_t j = 0;
+    for (; j + 8 <= cnt; j += 8) {
+        __m256 a = _mm256_loadu_ps(c + 2 * j), b = _mm256_loadu_ps(c + 2 * j + 8);
+        a = _mm256_mul_ps(a, a);
+        b = _mm256_mul_ps(b, b);
+        /* a = r0 i0 r1 i1 r2 i2 r3 i3 -> (r0 r1 r2 r3 | i0 i1 i2 i3) */
+        a = _mm256_permutevar8x32_ps(a, perm);
+        b = _mm256_permutevar8x32_ps(b, perm);
+        const __m256 re = _mm256_permute2f128_ps(a, b, 0x20), im = _mm256_permute2f128_ps(a, b, 0x31);
+        const __m256i k = _mm256_add_epi32(_mm256_castps_si256(_mm256_add_ps(re, im)), one);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(keys + j), k);
+    }
+    keys_scalar(c + 2 * j, cnt - j, keys + j);
+}
+AVX512 void keys_avx512(const float *c, size_t cnt, uint32_t *keys) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i one = _mm512_set1_epi32(1);
+    size_t j = 0;
+    for (; j + 16 <= cnt; j += 16) {
+        __m512 a = _mm512_loadu_ps(c + 2 * j), b = _mm512_loadu_ps(c + 2 * j + 16);
+        a = _mm512_mul_ps(a, a);
+        b = _mm512_mul_ps(b, b);
+        const __m512 re = _mm512_permutex2var_ps(a, even, b), im = _mm512_permutex2var_ps(a, odd, b);
+        _mm512_storeu_si512(keys + j, _mm512_add_epi32(_mm512_castps_si512(_mm512_add_ps(re, im)), one));
+    }
+    keys_scalar(c + 2 * j, cnt - j, keys + j);
+}
+
+/* gt/eq masks of 64 keys against T */
+void masks_scalar(const uint32_t *k, uint32_t T, uint64_t *gt, uint64_t *eq) {
+    uint64_t g = 0, e = 0;
+    for (int j = 0; j < 64; ++j) {
+        g |= static_cast<uint64_t>(k[j] > T) << j;
+        e |= static_cast<uint64_t>(k[j] == T) << j;
+    }
+    *gt = g;
+    *eq = e;
+}
+AVX2 void masks_avx2(const uint32_t *k, uint32_t T, uint64_t *gt, uint64_t *eq) {
+    const __m256i t = _mm256_set1_epi32(static_cast<int>(T)); /* keys < 2^31: signed compare */
+    uint64_t g = 0, e = 0;
+    for (int j = 0; j < 64; j += 8) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(k + j));
+        g |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, t))))) << j;
+        e |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, t))))) << j;
+    }
+    *gt = g;
+    *eq = e;
+}
+AVX512 void masks_avx512(const uint32_t *k, uint32_t T, uint64_t *gt, uint64_t *eq) {
+    const __m512i t = _mm512_set1_epi32(static_cast<int>(T));
+    uint64_t g = 0, e = 0;
+    for (int j = 0; j < 64; j += 16) {
+        const __m512i v = _mm512_loadu_si512(k + j);
+        g |= static_cast<uint64_t>(_mm512_cmpgt_epu32_mask(v, t)) << j;
+        e |= static_cast<uint64_t>(_mm512_cmpeq_epu32_mask(v, t)) << j;
+    }
+    *gt = g;
+    *eq = e;
+}
+
+struct Kernels {
+    void (*keys)(const float *, size_t, uint32_t *);
+    void (*masks)(const uint32_t *, uint32_t, uint64_t *, uint64_t *);
+};
+Kernels kernels(SimdLevel l) {
+    switch (l) {
+        case SimdLevel::avx512: return {keys_avx512, masks_avx512};
+        case SimdLevel::avx2: return {keys_avx2, masks_avx2};
+        default: return {keys_scalar, masks_scalar};
+    }
+}
+
+/* ---------------------------------------------------------------- helpers */
+void put64(uint8_t *p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint64_t get64(const uint8_t *p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+int ceil_log2(size_t v) {
+    int e = 0;
+    while ((size_t{1} << e) < v) ++e;
+    return e;
+}
+
+/* Bound on |values| inside and out of the inverse transform (FLT_MAX = 3.4e38). The encoder
+ * refuses inputs with 8 C max|x| above it (their decode could come near FLT_MAX); the decoder
+ * rejects payloads whose coefficients could drive the inverse transform above it. */
+constexpr double kOutBound = 1e38;
+
+struct EncScratch {
+    AlignedBuf<float> store;   /* 2 * Cp floats: every block's transform slot */
+    AlignedBuf<uint32_t> keys; /* Cp */
+    AlignedBuf<float> kept;    /* 2k: kept (re, im) in rank order */
+};
+struct DecScratch {
+    AlignedBuf<float> vals;    /* 2k dequantised parts */
+    AlignedBuf<uint64_t> rank; /* kept positions before each bitmap word */
+    AlignedBuf<float> slot;    /* one block's transform slot */
+};
+
+}  // namespace
+
+Layout layout(size_t n, uint32_t param) {
+    Layout L;
+    L.n = n;
+    if (n == 0) return L;
+    L.B = (param == 0 || param >= n) ? std::min(n, kMaxBlock) : param;
+    L.nfull = n / L.B;
+    L.tail = n % L.B;
+    L.P = (L.B / 2 + 1 + 63) / 64 * 64;
+    L.C = L.nfull * (L.B / 2 + 1) + (L.tail ? L.tail / 2 + 1 : 0);
+    L.Cp = L.nfull * L.P + (L.tail ? (L.tail / 2 + 1 + 63) / 64 * 64 : 0);
+    return L;
+}
+
+size_t payload_bytes(const Layout &L, uint64_t k, int N) { return kHeaderBytes + L.Cp / 8 + rf::packed_bytes(2 * k, N); }
+
+void transforms_only(const float *x, size_t n, uint32_t param, float *y, int threads) {
+    const Layout L = layout(n, param);
+    static thread_local AlignedBuf<float> store;
+    float *s = store.get(2 * L.Cp);
+    if (!s) return;
+    const size_t nb = L.nblocks();
+#pragma omp parallel for num_threads(threads) schedule(static) if (nb > 1 && threads > 1 && n >= sparse::kParallelMin)
+    for (size_t i = 0; i < nb; ++i) {
+        float *slot = s + 2 * L.pos(i);
+        const size_t len = L.len(i);
+        const Plans p = plans_for(len, slot);
+        std::memcpy(slot, x + i * L.B, len * sizeof(float));
+        fftwf_execute_dft_r2c(p.r2c, slot, reinterpret_cast<fftwf_complex *>(slot));
+        fftwf_execute_dft_c2r(p.c2r, reinterpret_cast<fftwf_complex *>(slot), slot);
+        std::memcpy(y + i * L.B, slot, len * sizeof(float));
+    }
+}
+
+Status encode(const float *in, size_t n, int N, uint32_t param, double theta, uint8_t *out, size_t cap,
+              size_t *len, SimdLevel lvl, int threads) {
+    if (N < rf::kBitsMin || N > rf::kBitsMax || !(theta >= 0.0 && theta < 1.0)) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const Layout L = layout(n, param);
+    const uint64_t k = sparse::keep_count(L.C, theta);
+    const size_t need = payload_bytes(L, k, N);
+    if (cap < need) return Status::invalid_arg;
+
+    /* scan: NaN/Inf, max|x| */
+    rf::Stats xs;
+    if (rf::gather_stats(in, n, &xs, threads, lvl)) return Status::nonfinite;
+    const double xmax = rf::u2f(xs.amax);
+    if (8.0 * static_cast<double>(L.C) * xmax > kOutBound) return Status::unsupported;
+    /* prescale so that |c| <= B max|x| 2^-sc <= 2^62 and |c|^2 stays finite */
+    const int xexp = xs.amax ? static_cast<int>(xs.amax >> 23) - 126 : 0; /* max|x| < 2^xexp */
+    const int sc = std::max(0, xexp + ceil_log2(std::max<size_t>(L.B, 1)) - 62);
+    const float pre = std::ldexp(1.0f, -sc);
+
+    std::memset(out, 0, kHeaderBytes);
+    out[12] = static_cast<uint8_t>(sc);
+    put64(out + 16, k);
+    uint8_t *bitmap = out + kHeaderBytes;
+    uint8_t *codes = bitmap + L.Cp / 8;
+    if (n == 0) {
+        rf::write_range(out, rf::fit_mantissa(rf::Stats{}, N), rf::Stats{});
+        *len = need;
+        return Status::ok;
+    }
+
+    static thread_local EncScratch S;
+    float *store = S.store.get(2 * L.Cp);
+    uint32_t *keys = S.keys.get(L.Cp);
+    float *kept = S.kept.get(2 * k);
+    if (!store || !keys || !kept) return Status::no_memory;
+    const Kernels K = kernels(lvl);
+
+    /* blocks: transform, keys, level-1 histogram */
+    const size_t nb = L.nblocks();
+    std::vector<uint64_t> h1(sparse::kLevel1Buckets, 0);
+    bool plan_fail = false;
+#pragma omp parallel num_threads(threads) if (nb > 1 && threads > 1 && n >= sparse::kParallelMin)
+    {
+        std::vector<uint64_t> local(sparse::kLevel1Buckets, 0);
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < nb; ++i) {
+            float *slot = store + 2 * L.pos(i);
+            const size_t len_i = L.len(i), c_i = L.coefs(i), s_i = L.slots(i);
+            const Plans p = plans_for(len_i, slot);
+            if (!p.r2c) {
+#pragma omp critical(compmpi_fft_fail)
+                plan_fail = true;
+                continue;
+            }
+            const float *src = in + i * L.B;
+            if (sc)
+                for (size_t t = 0; t < len_i; ++t) slot[t] = src[t] * pre; /* exact: a power of two */
+            else
+                std::memcpy(slot, src, len_i * sizeof(float));
+            fftwf_execute_dft_r2c(p.r2c, slot, reinterpret_cast<fftwf_complex *>(slot));
+            std::memset(slot + 2 * c_i, 0, 2 * (s_i - c_i) * sizeof(float)); /* padding positions */
+            uint32_t *kk = keys + L.pos(i);
+            K.keys(slot, c_i, kk);
+            std::fill(kk + c_i, kk + s_i, 0u); /* never kept: real keys are >= 1 */
+            for (size_t j = 0; j < s_i; ++j) ++local[kk[j] >> 20];
+        }
+#pragma omp critical(compmpi_fft_h1)
+        for (uint32_t j = 0; j < sparse::kLevel1Buckets; ++j) h1[j] += local[j];
+    }
+    if (plan_fail) return Status::no_memory;
+    /* keys over the padding (0) count in h1 but are below every real key, and k <= C */
+
+    sparse::Selection sel;
+    sparse::select_topk(L.Cp, k, [keys](size_t j) { return keys[j]; }, threads, &sel, h1.data());
+    if (sel.nonfinite) return Status::unsupported; /* |c|^2 overflowed: cannot happen after the prescale */
+
+    /* bitmap + kept values in rank order */
+    const size_t nw = L.Cp / 64, nseg = sparse::segs_of(L.Cp);
+#pragma omp parallel for num_threads(threads) schedule(static) if (L.Cp >= sparse::kParallelMin && threads > 1)
+    for (size_t s = 0; s < nseg; ++s) {
+        uint64_t rem = sel.take[s];
+        size_t r = sel.off[s];
+        for (size_t w = s * kSegWords, hi = std::min(nw, w + kSegWords); w < hi; ++w) {
+            uint64_t gt = 0, eq = 0, word = 0;
+            if (k) {
+                K.masks(keys + 64 * w, sel.T, &gt, &eq);
+                word = gt | (eq ? sparse::take_ties(eq, &rem) : 0);
+            }
+            put64(bitmap + 8 * w, word);
+            for (uint64_t m = word; m; m &= m - 1) {
+                const size_t j = 64 * w + __builtin_ctzll(m);
+                kept[2 * r] = store[2 * j];
+                kept[2 * r + 1] = store[2 * j + 1];
+                ++r;
+            }
+        }
+    }
+
+    /* quantise the kept parts with the range-based float fitted to them */
+    rf::Stats ks;
+    rf::gather_stats(kept, 2 * k, &ks, threads, lvl);
+    const int m = rf::fit_mantissa(ks, N);
+    rf::write_range(out, m, ks);
+    rf::quantize_pack(kept, 2 * k, rf::make_format(N, m, ks.amax), codes, lvl, threads);
+    *len = need;
+    return Status::ok;
+}
+
+Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
+              int threads) {
+    if (N < rf::kBitsMin || N > rf::kBitsMax || len < kHeaderBytes) return Status::corrupt;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const Layout L = layout(n, param);
+    rf::Format f;
+    CMPI_CHECK(rf::read_range(in, N, &f));
+    const int sc = in[12];
+    if (in[13] | in[14] | in[15]) return Status::corrupt;
+    const uint64_t k = get64(in + 16);
+    if (k > L.C || sc > 100 || len != payload_bytes(L, k, N)) return Status::corrupt;
+    if (n == 0) return Status::ok;
+    const uint8_t *bitmap = in + kHeaderBytes, *codes = bitmap + L.Cp / 8;
+    const size_t nw = L.Cp / 64, nb = L.nblocks();
+
+    /* bitmap: padding bits zero, popcount == k; rank of every word */
+    static thread_local DecScratch S;
+    uint64_t *rank = S.rank.get(nw + 1);
+    float *vals = S.vals.get(2 * k);
+    if (!rank || !vals) return Status::no_memory;
+    const uint64_t total = sparse::rank_words(bitmap, nw, rank, lvl >= SimdLevel::avx2);
+    bool bad = false;
+    for (size_t i = 0; i < nb; ++i) { /* the words that reach into a block's padding */
+        const size_t w0 = L.pos(i) / 64, c_i = L.coefs(i);
+        for (size_t w = w0 + c_i / 64; w < w0 + L.slots(i) / 64; ++w) {
+            const size_t first = 64 * (w - w0), valid = c_i > first ? c_i - first : 0;
+            if (valid < 64 && (get64(bitmap + 8 * w) >> valid)) bad = true;
+        }
+    }
+    if (bad || total != k) return Status::corrupt;
+
+    rf::unpack_dequant(codes, 2 * k, f, vals, false, lvl, threads);
+
+    /* overflow bound per block: the unnormalised inverse transform (and every partial sum in
+     * it) is at most 2 sum(|re| + |im|) over the block's kept coefficients, the output that
+     * times 2^sc / L; both must stay far below FLT_MAX */
+    for (size_t i = 0; i < nb && !bad; ++i) {
+        const size_t r0 = rank[L.pos(i) / 64], r1 = rank[(L.pos(i) + L.slots(i)) / 64];
+        double sum = 0;
+        for (size_t r = r0; r < r1; ++r) sum += std::fabs(static_cast<double>(vals[2 * r])) + std::fabs(static_cast<double>(vals[2 * r + 1]));
+        const double raw = 2.0 * sum, scaled = std::ldexp(raw, sc) / static_cast<double>(L.len(i));
+        if (raw > kOutBound || scaled > kOutBound) bad = true;
+    }
+    if (bad) return Status::corrupt;
+
+    /* per block: zero a slot, scatter, inverse transform, scale into out */
+    auto one_block = [&](size_t i, float *slot, int inner_threads) -> bool {
+        const size_t len_i = L.len(i), s_i = L.slots(i);
+        const Plans p = plans_for(len_i, slot);
+        if (!p.c2r) return false;
+        const size_t w0 = L.pos(i) / 64, w1 = w0 + s_i / 64;
+        const bool par = inner_threads > 1 && len_i >= sparse::kParallelMin;
+        const size_t nsub = (w1 - w0 + kSegWords - 1) / kSegWords;
+#pragma omp parallel for num_threads(inner_threads) schedule(static) if (par)
+        for (size_t q = 0; q < nsub; ++q) {
+            const size_t a = w0 + q * kSegWords, b = std::min(w1, a + kSegWords);
+            std::memset(slot + 2 * 64 * (a - w0), 0, 2 * 64 * (b - a) * sizeof(float));
+            for (size_t w = a; w < b; ++w) {
+                size_t r = rank[w];
+                for (uint64_t m = get64(bitmap + 8 * w); m; m &= m - 1, ++r) {
+                    const size_t j = 64 * (w - w0) + __builtin_ctzll(m);
+                    slot[2 * j] = vals[2 * r];
+                    slot[2 * j + 1] = vals[2 * r + 1];
+                }
+            }
+        }
+        fftwf_execute_dft_c2r(p.c2r, reinterpret_cast<fftwf_complex *>(slot), slot);
+        const float scale = static_cast<float>(std::ldexp(1.0, sc) / static_cast<double>(len_i));
+        float *dst = out + i * L.B;
+        const size_t nchunk = (len_i + sparse::kSegPos - 1) / sparse::kSegPos;
+#pragma omp parallel for num_threads(inner_threads) schedule(static) if (par)
+        for (size_t q = 0; q < nchunk; ++q) {
+            const size_t a = q * sparse::kSegPos, b = std::min(len_i, a + sparse::kSegPos);
+            if (add)
+                for (size_t t = a; t < b; ++t) dst[t] += slot[t] * scale;
+            else
+                for (size_t t = a; t < b; ++t) dst[t] = slot[t] * scale;
+        }
+        return true;
+    };
+
+    bool ok = true;
+    if (nb == 1) {
+        float *slot = S.slot.get(2 * L.slots(0));
+        if (!slot) return Status::no_memory;
+        ok = one_block(0, slot, threads);
+    } else {
+#pragma omp parallel num_threads(threads) if (threads > 1 && n >= sparse::kParallelMin)
+        {
+            static thread_local AlignedBuf<float> tslot;
+            float *slot = tslot.get(2 * L.P);
+            bool mine = slot != nullptr;
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < nb; ++i)
+                if (mine) mine = one_block(i, slot, 1);
+            if (!mine) {
+#pragma omp critical(compmpi_fft_fail)
+                ok = false;
+            }
+        }
+    }
+    return ok ? Status::ok : Status::no_memory;
+}
+
+/* ---------------------------------------------------------------- CodecOps */
+namespace {
+
+Status ft_check(const CodecParams &p) {
+    if (p.bits < rf::kBitsMin || p.bits > rf::kBitsMax) return Status::invalid_arg;
+    return p.variant == 0 && p.param <= kMaxBlock ? Status::ok : Status::invalid_arg;
+}
+/* Exact for the encoder's theta; a decoder (theta = 0 from the header) gets the bound for
+ * every coefficient kept, which is >= the size for any k. */
+size_t ft_max_payload(size_t n, const CodecParams &p) {
+    const double theta = p.theta >= 0.0f && p.theta < 1.0f ? p.theta : 0.0;
+    const Layout L = layout(n, p.param);
+    return payload_bytes(L, sparse::keep_count(L.C, theta), p.bits);
+}
+Status ft_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(ft_check(p));
+    return encode(in, n, p.bits, p.param, p.theta, out, cap, len, p.simd, p.threads);
+}
+Status ft_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+    if (ft_check(p) != Status::ok) return Status::corrupt;
+    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads);
+}
+Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
+    if (ft_check(p) != Status::ok) return Status::corrupt;
+    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads);
+}
+
+}  // namespace
+}  // namespace compmpi::fft_topk
+
+namespace compmpi {
+extern const CodecOps codec_fft_topk_ops = {
+    CodecId::fft_topk, "fft_topk",
+    "FFT sparsification (Wang et al.): keep the top (1-theta) frequencies, range-based N-bit float, bitmap + codes",
+    CODEC_SPARSE,
+    fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
+    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode, fft_topk::ft_decode,
+    fft_topk::ft_decode_add, nullptr,
+};
+}  // namespace compmpi

@@ -1,0 +1,68 @@
+/* fft_topk (Wang et al., "FFT-based Gradient Sparsification for the Distributed Training of
+ * Deep Neural Networks", HPDC 2020): real FFT of the buffer (blockwise), keep the top (1-theta)
+ * fraction of complex coefficients by magnitude, quantise their real and imaginary parts with
+ * the range-based N-bit float (rangefloat/rangefloat.h), pack as bitmap + codes. Decode
+ * scatters the coefficients back and runs the inverse FFT (normalised by 1/block).
+ *
+ * Blocks: the buffer is cut into blocks of B = param elements (header param; 0 = one block,
+ * i.e. B = n, capped at 2^30); the last block may be shorter. Block i of length L has
+ * L/2+1 complex coefficients, which occupy positions [i*P, i*P + L/2+1) of a coefficient
+ * index space where P = round_up(B/2+1, 64): every bitmap word belongs to one block.
+ * All blocks' coefficients compete in one global top-k (ties to the lower position).
+ *
+ * Payload (little-endian):
+ *   0   12   range header of the kept parts (rangefloat.h: u8 m, 3 x 0, f32 min, f32 max)
+ *   12  u8   sc         the FFT ran on x * 2^-sc (0 unless |x| is huge; keeps |c|^2 finite)
+ *   13  3    zero
+ *   16  u64  k          coefficients kept
+ *   24  u64  bitmap[Cp/64]   positions kept; padding positions zero; popcount == k
+ *   ..  codes: 2k codes of N bits (re, im of each kept coefficient in position order),
+ *        packed LSB first; rank r's codes start at bit 2rN (decoders find r by popcounts)
+ * Size 24 + Cp/8 + ceil(2kN/8): a function of (n, param, k, N). theta is encode-side
+ * context only (CodecParams::theta). */
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "codec.h"
+
+namespace compmpi::fft_topk {
+
+inline constexpr size_t kHeaderBytes = 24;
+inline constexpr size_t kMaxBlock = size_t{1} << 30;
+inline constexpr int kBitsDefault = 10;
+
+struct Layout {
+    size_t n = 0, B = 0;      /* elements, block length */
+    size_t nfull = 0;         /* full blocks */
+    size_t tail = 0;          /* length of the last, shorter block (0: none) */
+    size_t C = 0;             /* complex coefficients (sum of L/2+1) */
+    size_t P = 0;             /* positions per full block (multiple of 64) */
+    size_t Cp = 0;            /* positions in all (multiple of 64) */
+    size_t nblocks() const { return nfull + (tail ? 1 : 0); }
+    size_t len(size_t i) const { return i < nfull ? B : tail; }
+    size_t coefs(size_t i) const { return len(i) / 2 + 1; }
+    size_t pos(size_t i) const { return i * P; }
+    size_t slots(size_t i) const { return i < nfull ? P : (coefs(i) + 63) / 64 * 64; }
+};
+
+Layout layout(size_t n, uint32_t param);
+size_t payload_bytes(const Layout &L, uint64_t k, int N);
+
+/* Kernels for one SIMD level, all threads given. encode: Status::nonfinite for NaN/Inf,
+ * Status::unsupported if |x| is so large (> 1e38 / (8 * coefficients)) that the inverse
+ * transform could overflow. */
+Status encode(const float *in, size_t n, int N, uint32_t param, double theta, uint8_t *out, size_t cap,
+              size_t *len, SimdLevel lvl, int threads);
+Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
+              int threads);
+
+/* For benchmarks: the forward and inverse transforms alone, with the codec's plans and
+ * buffers (x -> blockwise r2c -> c2r -> y, unnormalised). */
+void transforms_only(const float *x, size_t n, uint32_t param, float *y, int threads);
+
+}  // namespace compmpi::fft_topk
+
+namespace compmpi {
+extern const CodecOps codec_fft_topk_ops;
+}

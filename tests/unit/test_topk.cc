@@ -1,0 +1,277 @@
+/* topk: the exact top-k set (largest |x|, ties to the smaller index) against a sort-based
+ * reference, the three payload forms, identical bytes on every path and thread count,
+ * decode_add == decode + add, exact payload sizes, NaN/Inf, corrupt payloads rejected
+ * without touching the output. */
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "policy.h"
+#include "topk/select.h"
+#include "topk/topk.h"
+#include "testutil.h"
+
+using namespace compmpi;
+
+namespace {
+
+std::vector<SimdLevel> levels() {
+    std::vector<SimdLevel> v{SimdLevel::scalar};
+    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
+    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
+    return v;
+}
+
+/* Many exact ties: small integers (and their negatives), some zeros. */
+std::vector<float> tie_data(size_t n, uint64_t seed) {
+    testutil::Rng r(seed);
+    std::vector<float> v(n);
+    for (auto &x : v) x = static_cast<float>(static_cast<int>(r.next() % 41) - 20) * 0.25f;
+    return v;
+}
+
+std::vector<uint8_t> enc(const std::vector<float> &x, double theta, SimdLevel l = SimdLevel::scalar, int t = 1) {
+    CodecParams p;
+    p.theta = static_cast<float>(theta);
+    std::vector<uint8_t> out(codec_topk_ops.max_payload(x.size(), p));
+    size_t len = 0;
+    Status s = topk::encode(x.data(), x.size(), static_cast<float>(theta), out.data(), out.size(), &len, l, t);
+    assert_int_equal(static_cast<int>(s), 0);
+    assert_int_equal(len, out.size()); /* max_payload is exact for the encoder's theta */
+    return out;
+}
+
+std::vector<float> dec(const std::vector<uint8_t> &p, size_t n, SimdLevel l = SimdLevel::scalar, int t = 1) {
+    std::vector<float> y(n, 123.0f);
+    assert_int_equal(static_cast<int>(topk::decode(p.data(), p.size(), n, y.data(), false, l, t)), 0);
+    return y;
+}
+
+/* reference: indices sorted by (|x| desc, index asc), first k */
+std::vector<char> reference_kept(const std::vector<float> &x, uint64_t k) {
+    std::vector<size_t> idx(x.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+    std::vector<char> kept(x.size(), 0);
+    for (uint64_t i = 0; i < k; ++i) kept[idx[i]] = 1;
+    return kept;
+}
+
+void given_theta_when_roundtrip_expect_exact_topk_set(void **) {
+    for (size_t n : {1ul, 2ul, 63ul, 64ul, 65ul, 1000ul, 65536ul, 65537ul, 200003ul})
+        for (double theta : {0.0, 0.3, 0.85, 0.97, 0.99, 0.9999})
+            for (int kind = 0; kind < 2; ++kind) {
+                auto x = kind ? tie_data(n, n + 7) : testutil::gradient_data(n, n + 8);
+                const uint64_t k = sparse::keep_count(n, theta);
+                auto kept = reference_kept(x, k);
+                auto p = enc(x, theta, simd_detect(), 2);
+                auto y = dec(p, n);
+                uint64_t got = 0;
+                for (size_t i = 0; i < n; ++i) {
+                    const float want = kept[i] ? x[i] : 0.0f;
+                    if (std::memcmp(&want, &y[i], 4) != 0)
+                        fail_msg("n=%zu theta=%g i=%zu x=%g kept=%d y=%g", n, theta, i, x[i], kept[i], y[i]);
+                    got += kept[i];
+                }
+                assert_int_equal(got, k);
+            }
+}
+
+void given_density_when_encoding_expect_smallest_form(void **) {
+    const size_t n = 100000;
+    auto x = testutil::gradient_data(n, 1);
+    assert_int_equal(enc(x, 0.99)[0], topk::kList);   /* 1% kept: 8k < n/8 + 4k */
+    assert_int_equal(enc(x, 0.85)[0], topk::kBitmap); /* the default: bitmap + values */
+    assert_int_equal(enc(x, 0.0)[0], topk::kDense);   /* everything kept: plain floats */
+    assert_int_equal(topk::payload_bytes(n, sparse::keep_count(n, 0.85)), 16 + 8 * ((n + 63) / 64) + 4 * 15000);
+    CodecParams p; /* the decoder's view (theta not on the wire): the bound for k = n */
+    for (uint64_t k : {0ul, 10ul, 5000ul, 50000ul, 100000ul}) assert_true(topk::payload_bytes(n, k) <= codec_topk_ops.max_payload(n, p));
+}
+
+void given_any_path_and_thread_count_when_encoding_expect_identical_bytes(void **) {
+    for (size_t n : {0ul, 5ul, 64ul, 1001ul, 65536ul, 131073ul, 300001ul})
+        for (double theta : {0.0, 0.85, 0.995})
+            for (int kind = 0; kind < 2; ++kind) {
+                auto x = kind ? tie_data(n, 3 * n) : testutil::gradient_data(n, 5 * n);
+                auto ref = enc(x, theta);
+                auto yref = dec(ref, n);
+                for (SimdLevel l : levels())
+                    for (int t : {1, 2, 3}) {
+                        auto got = enc(x, theta, l, t);
+                        assert_true(got.size() == ref.size() && testutil::same_bytes(got.data(), ref.data(), ref.size()));
+                        auto y = dec(ref, n, l, t);
+                        assert_true(testutil::same_bytes(y.data(), yref.data(), n * 4));
+                    }
+            }
+}
+
+void given_accumulator_when_decode_add_expect_decode_plus_add(void **) {
+    for (size_t n : {100ul, 70000ul})
+        for (double theta : {0.0, 0.85, 0.995}) {
+            auto x = testutil::gradient_data(n, 21);
+            auto p = enc(x, theta);
+            auto y = dec(p, n);
+            std::vector<float> acc0(n);
+            testutil::Rng r(4);
+            for (auto &a : acc0) a = static_cast<float>(r.normal());
+            acc0[0] = -0.0f;
+            for (SimdLevel l : levels())
+                for (int t : {1, 2}) {
+                    auto acc = acc0;
+                    assert_int_equal(static_cast<int>(topk::decode(p.data(), p.size(), n, acc.data(), true, l, t)), 0);
+                    for (size_t i = 0; i < n; ++i) assert_true(acc[i] == acc0[i] + y[i]);
+                }
+        }
+}
+
+void given_nan_or_inf_when_encoding_expect_nonfinite(void **) {
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+        auto x = testutil::gradient_data(100000, 2);
+        x[77777] = bad;
+        std::vector<uint8_t> p(16 + 4 * x.size());
+        size_t len;
+        for (SimdLevel l : levels())
+            assert_int_equal(static_cast<int>(topk::encode(x.data(), x.size(), 0.85, p.data(), p.size(), &len, l, 2)),
+                             static_cast<int>(Status::nonfinite));
+    }
+    std::vector<float> x(10, 1.0f);
+    std::vector<uint8_t> p(100);
+    size_t len;
+    assert_int_equal(static_cast<int>(topk::encode(x.data(), 10, 1.0, p.data(), p.size(), &len, SimdLevel::scalar, 1)),
+                     static_cast<int>(Status::invalid_arg)); /* theta must be < 1 */
+    assert_int_equal(static_cast<int>(topk::encode(x.data(), 10, 0.5, p.data(), 10, &len, SimdLevel::scalar, 1)),
+                     static_cast<int>(Status::invalid_arg)); /* capacity */
+}
+
+void expect_corrupt(const std::vector<uint8_t> &p, size_t n, const char *what) {
+    for (int add = 0; add <= 1; ++add) {
+        std::vector<float> y(n, 9.0f);
+        Status s = topk::decode(p.data(), p.size(), n, y.data(), add, simd_detect(), 2);
+        if (s != Status::corrupt) fail_msg("%s: decoded as %d", what, static_cast<int>(s));
+        for (float v : y) assert_true(v == 9.0f); /* validated before anything is written */
+    }
+}
+
+void given_corrupt_payload_when_decoding_expect_corrupt(void **) {
+    const size_t n = 100003;
+    auto x = testutil::gradient_data(n, 6);
+    auto bm = enc(x, 0.85), li = enc(x, 0.995), de = enc(x, 0.0);
+    const size_t nw = (n + 63) / 64;
+    auto q = bm;
+    q[16 + 8] ^= 0x10; /* a bitmap bit: popcount != k */
+    expect_corrupt(q, n, "bitmap popcount");
+    q = bm;
+    q[16 + 8 * nw - 1] |= 0x80; /* a bit past n (popcount fixed up by clearing one below) */
+    for (size_t b = 16; b < 16 + 8 * nw; ++b)
+        if (q[b]) { q[b] &= static_cast<uint8_t>(q[b] - 1); break; }
+    expect_corrupt(q, n, "bit past n");
+    q = bm;
+    q.pop_back();
+    expect_corrupt(q, n, "truncated bitmap payload");
+    q = bm;
+    const float nan = NAN;
+    std::memcpy(q.data() + 16 + 8 * nw + 4 * 10, &nan, 4);
+    expect_corrupt(q, n, "NaN value");
+    q = bm;
+    q[8] ^= 1; /* k */
+    expect_corrupt(q, n, "k changed");
+    q = bm;
+    q[3] = 1;
+    expect_corrupt(q, n, "reserved");
+    q = bm;
+    q[0] = 3;
+    expect_corrupt(q, n, "form");
+    q = li;
+    uint32_t i0;
+    std::memcpy(&i0, q.data() + 16 + 4, 4);
+    std::memcpy(q.data() + 16, &i0, 4); /* idx[0] == idx[1] */
+    expect_corrupt(q, n, "indices not increasing");
+    q = li;
+    const uint32_t big = static_cast<uint32_t>(n);
+    const uint64_t k = sparse::keep_count(n, 0.995);
+    std::memcpy(q.data() + 16 + 4 * (k - 1), &big, 4);
+    expect_corrupt(q, n, "index out of range");
+    q = de;
+    std::memcpy(q.data() + 16 + 4 * 5, &nan, 4);
+    expect_corrupt(q, n, "dense NaN");
+    for (size_t len : {0ul, 8ul, 15ul}) expect_corrupt(std::vector<uint8_t>(bm.begin(), bm.begin() + len), n, "short");
+    expect_corrupt(bm, n + 64, "other n");
+}
+
+void given_zero_vector_when_encoding_expect_first_indices_kept(void **) {
+    std::vector<float> z(1000, 0.0f);
+    auto p = enc(z, 0.85);
+    assert_int_equal(p[0], topk::kBitmap);
+    uint64_t w0;
+    std::memcpy(&w0, p.data() + 16, 8);
+    assert_true(w0 == ~0ull); /* ties go to the smallest indices */
+    auto y = dec(p, z.size());
+    for (float v : y) assert_true(v == 0.0f);
+}
+
+/* Random bit flips and truncations of every form, decoded from exactly sized heap copies
+ * (an overread shows under valgrind/ASan): ok or corrupt, nothing else. */
+void given_random_damage_when_decoding_expect_ok_or_corrupt(void **) {
+    testutil::Rng r(99);
+    for (double theta : {0.0, 0.85, 0.995})
+        for (int it = 0; it < 150; ++it) {
+            const size_t n = 1 + r.next() % 3000;
+            auto x = testutil::gradient_data(n, it);
+            auto p = enc(x, theta);
+            size_t len = p.size();
+            switch (r.next() % 3) {
+                case 0: p[r.next() % len] ^= static_cast<uint8_t>(1u << (r.next() % 8)); break;
+                case 1: len = r.next() % (len + 1); break;
+                default: for (int j = 0; j < 4; ++j) p[r.next() % len] = static_cast<uint8_t>(r.next());
+            }
+            std::unique_ptr<uint8_t[]> exact(new uint8_t[len ? len : 1]);
+            std::memcpy(exact.get(), p.data(), len);
+            std::vector<float> y(n);
+            Status s = topk::decode(exact.get(), len, n, y.data(), r.next() & 1, simd_detect(), 1 + it % 2);
+            assert_true(s == Status::ok || s == Status::corrupt);
+            if (s == Status::ok)
+                for (float v : y) assert_true(std::isfinite(v));
+        }
+}
+
+/* Settings -> params -> blob -> decode with nothing but the header (what every rank does). */
+void given_settings_when_going_through_the_blob_layer_expect_roundtrip(void **) {
+    Settings st = settings_defaults();
+    st.bits = 16; /* meant for another codec: topk has no width and ignores it */
+    const CodecOps *c = codec_by_name("topk");
+    assert_non_null(c);
+    assert_ptr_equal(c, codec_by_id(7));
+    CodecParams p;
+    assert_int_equal(static_cast<int>(codec_params_from_settings(*c, st, &p)), 0);
+    assert_int_equal(p.bits, 0);
+    assert_true(p.theta == 0.85f); /* the setting's default */
+    assert_true((c->flags & CODEC_SPARSE) && (c->flags & CODEC_SPATIAL_SPARSE) && !(c->flags & CODEC_LOSSLESS));
+    const size_t n = 100000;
+    auto x = testutil::gradient_data(n, 13);
+    std::vector<uint8_t> blob(blob_max_bytes(*c, n, p));
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(blob_encode(*c, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+    assert_int_equal(len, blob.size());
+    assert_int_equal(blob[kBlobHeaderBytes], topk::kBitmap);
+    std::vector<float> y(n);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, y.data(), false, simd_detect(), 2)), 0);
+    auto kept = reference_kept(x, sparse::keep_count(n, 0.85));
+    for (size_t i = 0; i < n; ++i) assert_true(y[i] == (kept[i] ? x[i] : 0.0f));
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(given_theta_when_roundtrip_expect_exact_topk_set),
+        cmocka_unit_test(given_density_when_encoding_expect_smallest_form),
+        cmocka_unit_test(given_any_path_and_thread_count_when_encoding_expect_identical_bytes),
+        cmocka_unit_test(given_accumulator_when_decode_add_expect_decode_plus_add),
+        cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite),
+        cmocka_unit_test(given_corrupt_payload_when_decoding_expect_corrupt),
+        cmocka_unit_test(given_zero_vector_when_encoding_expect_first_indices_kept),
+        cmocka_unit_test(given_random_damage_when_decoding_expect_ok_or_corrupt),
+        cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
+    };
+    return cmocka_run_group_tests_name("topk", tests, nullptr, nullptr);
+}
