@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 examples/build.sh _build/examples >/dev/null
-codecs=${DEMO_CODECS:-"bitpack:awp bitpack+COMPMPI_BITS=16 bitpack+COMPMPI_BITS=8+COMPMPI_ERROR_FEEDBACK=1"}
+codecs=${DEMO_CODECS:-"bitpack:awp q8 terngrad topk+COMPMPI_ERROR_FEEDBACK=1 fft_topk"}
 out=${DEMO_OUT:-demo-out}
 if [ "${1:-}" = "--full" ]; then
     mode=(--ranks 2 --epochs 2 --train-limit 60000)
