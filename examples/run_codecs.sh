@@ -6,6 +6,8 @@
 #       --codecs "baseline none bitpack:awp q8 q8+COMPMPI_ERROR_FEEDBACK=1" \
 #       --epochs 2 --train-limit 20000 --out DIR
 #   examples/run_codecs.sh --quick [--lib PATH] [--codecs "..."]   # ~1-2 min demo, 2 ranks
+#   --netem 1gbit: run every rank in its own network namespace on links shaped to that rate
+#                  (bench/netem; root), so time per epoch reflects a bandwidth-limited network
 #
 # Codec spec syntax:   NAME[:POLICY][+VAR=VALUE]...
 #   NAME      value of COMPMPI_CODEC; the special name "baseline" runs the
@@ -48,7 +50,7 @@ EOF
 die() { echo "$prog: error: $*" >&2; exit 2; }
 
 lib=""; ranks=""; codecs=""; epochs=""; train_limit=""; test_limit=""; out=""
-quick=0; bin=""; train_args=""; run_timeout=""; add_baseline=1; eval_every=""
+quick=0; bin=""; train_args=""; run_timeout=""; add_baseline=1; eval_every=""; netem_rate=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --lib) lib="${2:?--lib needs a value}"; shift 2 ;;
@@ -63,6 +65,7 @@ while [[ $# -gt 0 ]]; do
     --eval-every) eval_every="${2:?--eval-every needs a value}"; shift 2 ;;
     --timeout) run_timeout="${2:?--timeout needs a value}"; shift 2 ;;
     --quick) quick=1; shift ;;
+    --netem) netem_rate="${2:?--netem needs a rate, e.g. 1gbit}"; shift 2 ;;
     --no-baseline) add_baseline=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
@@ -135,6 +138,16 @@ command -v gnuplot >/dev/null || echo "$prog: warning: gnuplot not found, no acc
 while read -r v; do [[ -n "$v" ]] && unset "$v"; done < <(compgen -e | grep '^COMPMPI_' || true)
 
 mkdir -p "$out/runs"
+
+# --netem RATE: an emulated cluster (network namespaces, links shaped with tc; root only),
+# torn down when this script exits
+netem_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../bench/netem" && pwd)"
+if [[ -n "$netem_rate" ]]; then
+  maxp=0
+  for P in $ranks; do [[ "$P" -gt "$maxp" ]] && maxp=$P; done
+  "$netem_dir/cluster.sh" up "$maxp" "$netem_rate" >&2 || die "could not bring up the emulated cluster"
+  trap '"$netem_dir/cluster.sh" down >/dev/null 2>&1 || true' EXIT
+fi
 out="$(cd "$out" && pwd)"
 
 # ---- build the trainer ----------------------------------------------------
@@ -197,8 +210,16 @@ for P in $ranks; do
              -genv COMPMPI_POLICY "$p_policy")
     fi
     for kv in "${p_env[@]+"${p_env[@]}"}"; do genv+=(-genv "${kv%%=*}" "${kv#*=}"); done
-    cmd=(mpiexec.mpich -n "$P" "${genv[@]+"${genv[@]}"}" "$bin" --epochs "$epochs"
-         --train-limit "$train_limit" --test-limit "$test_limit" --eval-every "$eval_every" "${extra_train[@]+"${extra_train[@]}"}")
+    train=("$bin" --epochs "$epochs" --train-limit "$train_limit" --test-limit "$test_limit"
+           --eval-every "$eval_every" "${extra_train[@]+"${extra_train[@]}"}")
+    if [[ -n "$netem_rate" ]]; then
+      # one rank per network namespace, links shaped to $netem_rate (bench/netem); the
+      # namespaces share this machine's cores: one codec thread per rank
+      cmd=("$netem_dir/mpirun.sh" -n "$P" --finalize-fix --ucx-eager -genv COMPMPI_THREADS 1
+           "${genv[@]+"${genv[@]}"}" -- "${train[@]}")
+    else
+      cmd=(mpiexec.mpich -n "$P" "${genv[@]+"${genv[@]}"}" "${train[@]}")
+    fi
     if [[ "$run_timeout" -gt 0 ]]; then cmd=(timeout --kill-after=10 "$run_timeout" "${cmd[@]}"); fi
     printf '%q ' "${cmd[@]}" >"$base.cmd"; echo >>"$base.cmd"
     echo "$prog: [$name] $(cat "$base.cmd")" >&2
