@@ -65,7 +65,8 @@ int compmpi_comm_reset_state(MPI_Comm comm);
  */
 int compmpi_comm_query_buffer(MPI_Comm comm, const void *buf, MPI_Count count, int *bits, long long *calls);
 
-/* Print comm's effective settings to stderr from its rank 0. Collective over comm. */
+/* Print comm's effective settings to stderr from its rank 0; on other ranks it does nothing
+ * (no communication). */
 int compmpi_comm_print_config(MPI_Comm comm);
 
 #ifdef __cplusplus
