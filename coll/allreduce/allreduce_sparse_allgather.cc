@@ -4,7 +4,7 @@
  * (|b_j|, nnz_j, flags_j) and all choose the same path from those numbers:
  *
  * A. allgather (small P, or data sparse only in another domain such as fft_topk's spectrum)
- *      ──PMPI_Allgatherv(b_j)──► b_0 ... b_{P-1} on every rank
+ *      ──PMPI_Allgather (stride = largest b_j)──► b_0 ... b_{P-1} on every rank
  *      out = D(b_0) + D(b_1) + ... + D(b_{P-1})           (rank order: same bits everywhere)
  *
  * B. sparse reduce-scatter + allgather (SparCML), for codecs whose decoded data is sparse
@@ -46,28 +46,6 @@ Status check_rc(CollCtx &c, int rc) {
     return Status::mpi_error;
 }
 
-/* Allgatherv of variable-size byte blocks (sizes known to all). */
-Status allgatherv_bytes(CollCtx &c, const uint8_t *mine, size_t len, uint8_t *all, const std::vector<size_t> &lens,
-                        const std::vector<size_t> &displs) {
-    ScopedTimer t(c.stats->ns_comm);
-    const int P = c.size;
-    size_t total = displs[P - 1] + lens[P - 1];
-    if (total <= INT_MAX) {
-        std::vector<int> ic(P), id(P);
-        for (int j = 0; j < P; ++j) ic[j] = static_cast<int>(lens[j]), id[j] = static_cast<int>(displs[j]);
-        return check_rc(c, PMPI_Allgatherv(mine, static_cast<int>(len), MPI_BYTE, all, ic.data(), id.data(), MPI_BYTE,
-                                           c.comm));
-    }
-#ifdef HAVE_MPI_LARGE_COUNT
-    std::vector<MPI_Count> cc(lens.begin(), lens.end());
-    std::vector<MPI_Aint> ad(displs.begin(), displs.end());
-    return check_rc(c, PMPI_Allgatherv_c(mine, static_cast<MPI_Count>(len), MPI_BYTE, all, cc.data(), ad.data(),
-                                         MPI_BYTE, c.comm));
-#else
-    return Status::unsupported;
-#endif
-}
-
 size_t packed_size(size_t n, double nnz) {
     double k = std::min<double>(nnz, static_cast<double>(n));
     return static_cast<size_t>(std::min({8.0 * k, n / 8.0 + 4.0 * k, 4.0 * n})) + 8 + kBlobHeaderBytes;
@@ -76,13 +54,18 @@ size_t packed_size(size_t n, double nnz) {
 Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::vector<Exchange> &ex, float *out,
                       size_t n) {
     const int P = c.size;
+    /* Blobs of one call have nearly equal sizes: a fixed stride (the largest) and MPICH's
+     * in-place allgather. Measured with 4 ranks on 2 cores, MPI_Allgatherv of the exact
+     * sizes took 15x longer than this for 8 MiB of floats. */
+    size_t stride = 0;
+    for (const Exchange &e : ex) stride = std::max<size_t>(stride, e.len);
     std::vector<size_t> lens(P), displs(P);
-    size_t total = 0;
-    for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = total, total += ex[j].len;
-    uint8_t *all = c.st->ws_recv.get(total ? total : 1);
+    for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = stride * static_cast<size_t>(j);
+    uint8_t *all = c.st->ws_recv.get(stride * P ? stride * P : 1);
     if (!all) return Status::no_memory;
-    CMPI_CHECK(allgatherv_bytes(c, mine, len, all, lens, displs));
-    c.stats->bytes_wire += len * static_cast<size_t>(P - 1);
+    std::memcpy(all + displs[c.rank], mine, len);
+    CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
+    c.stats->bytes_wire += stride * static_cast<size_t>(P - 1);
     /* validate every blob before writing `out` (same bytes on every rank: same verdict) */
     for (int j = 0; j < P; ++j) {
         BlobInfo info;
@@ -190,13 +173,16 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
         ScopedTimer t(c.stats->ns_comm);
         CMPI_CHECK(check_rc(c, PMPI_Allgather(&my2, 1, MPI_UINT64_T, l2.data(), 1, MPI_UINT64_T, c.comm)));
     }
+    /* fixed stride + MPICH's allgather (see path_allgather) */
+    size_t stride = 0;
+    for (uint64_t l : l2) stride = std::max<size_t>(stride, l);
     std::vector<size_t> lens(P), displs(P);
-    size_t total = 0;
-    for (int j = 0; j < P; ++j) lens[j] = l2[j], displs[j] = total, total += l2[j];
-    uint8_t *all = c.st->ws_recv.get(total ? total : 1); /* phase-1 receive buffer is free now */
+    for (int j = 0; j < P; ++j) lens[j] = l2[j], displs[j] = stride * static_cast<size_t>(j);
+    uint8_t *all = c.st->ws_recv.get(stride * P ? stride * P : 1); /* phase-1 receive buffer is free now */
     if (!all) return Status::no_memory;
-    CMPI_CHECK(allgatherv_bytes(c, mine2, len2, all, lens, displs));
-    c.stats->bytes_wire += len2 * static_cast<size_t>(P - 1);
+    std::memcpy(all + displs[r], mine2, len2);
+    CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
+    c.stats->bytes_wire += stride * static_cast<size_t>(P - 1);
     for (int j = 0; j < P; ++j) {
         size_t lo, l;
         chunk_range(n, P, j, &lo, &l);
