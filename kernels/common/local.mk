@@ -1,3 +1,3 @@
-# Shared helpers of the stochastic/scaled codecs (terngrad, qsgd): header-only.
+# Shared helpers of the codecs (terngrad, qsgd; q8, fp16): header-only.
 libcompmpi_core_la_SOURCES += kernels/common/simd_target.h kernels/common/philox.h \
-	kernels/common/bucket_stats.h kernels/common/fields.h
+	kernels/common/bucket_stats.h kernels/common/fields.h kernels/common/maxabs.h

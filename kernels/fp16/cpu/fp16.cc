@@ -7,6 +7,8 @@
  * NaN/Inf) + convert pass; bf16 encode is one pass (no scale). */
 #include "fp16/fp16.h"
 
+#include "common/maxabs.h"
+
 /* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
  * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
 #pragma GCC diagnostic push
@@ -77,42 +79,9 @@ float bf16_to_float(uint16_t b) { return bitsf(static_cast<uint32_t>(b) << 16); 
 
 namespace {
 
-/* ---------------------------------------------------------------- max-abs (fp16) */
-uint32_t maxabs_scalar(const float *in, size_t n) {
-    uint32_t m = 0;
-    for (size_t i = 0; i < n; ++i) m = std::max(m, fbits(in[i]) & kAbs);
-    return m;
-}
-
 #define AVX2 __attribute__((target("avx2,f16c")))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
 #define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512bf16")))
-
-AVX2 uint32_t maxabs_avx2(const float *in, size_t n) {
-    const __m256i abs = _mm256_set1_epi32(static_cast<int>(kAbs));
-    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        m0 = _mm256_max_epu32(m0, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i))));
-        m1 = _mm256_max_epu32(m1, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i + 8))));
-    }
-    alignas(32) uint32_t v[8];
-    _mm256_store_si256(reinterpret_cast<__m256i *>(v), _mm256_max_epu32(m0, m1));
-    uint32_t m = maxabs_scalar(in + i, n - i);
-    for (uint32_t x : v) m = std::max(m, x);
-    return m;
-}
-
-AVX512 uint32_t maxabs_avx512(const float *in, size_t n) {
-    const __m512i abs = _mm512_set1_epi32(static_cast<int>(kAbs));
-    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        m0 = _mm512_max_epu32(m0, _mm512_and_si512(abs, _mm512_loadu_si512(in + i)));
-        m1 = _mm512_max_epu32(m1, _mm512_and_si512(abs, _mm512_loadu_si512(in + i + 16)));
-    }
-    return std::max(maxabs_scalar(in + i, n - i), _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)));
-}
 
 /* ---------------------------------------------------------------- fp16 kernels */
 struct F16Enc {
@@ -317,9 +286,7 @@ Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int t
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
     for (size_t b = 0; b < blocks(n); ++b) {
         size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        uint32_t m = lvl == SimdLevel::avx512 ? maxabs_avx512(in + lo, len)
-                     : lvl == SimdLevel::avx2 ? maxabs_avx2(in + lo, len)
-                                              : maxabs_scalar(in + lo, len);
+        uint32_t m = maxabs::block(in + lo, len, lvl);
         mx = std::max(mx, m);
     }
     if (mx >= kExp) return Status::nonfinite;

@@ -17,6 +17,8 @@
  */
 #include "q8/q8.h"
 
+#include "common/maxabs.h"
+
 /* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
  * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
 #pragma GCC diagnostic push
@@ -130,41 +132,8 @@ const Tables &tables() {
     return t;
 }
 
-/* ---------------------------------------------------------------- max-abs */
-uint32_t maxabs_scalar(const float *in, size_t n) {
-    uint32_t m = 0;
-    for (size_t i = 0; i < n; ++i) m = std::max(m, fbits(in[i]) & 0x7FFFFFFFu);
-    return m;
-}
-
 #define AVX2 __attribute__((target("avx2")))
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
-
-AVX2 uint32_t maxabs_avx2(const float *in, size_t n) {
-    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
-    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        m0 = _mm256_max_epu32(m0, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i))));
-        m1 = _mm256_max_epu32(m1, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i + 8))));
-    }
-    alignas(32) uint32_t v[8];
-    _mm256_store_si256(reinterpret_cast<__m256i *>(v), _mm256_max_epu32(m0, m1));
-    uint32_t m = maxabs_scalar(in + i, n - i);
-    for (uint32_t x : v) m = std::max(m, x);
-    return m;
-}
-
-AVX512 uint32_t maxabs_avx512(const float *in, size_t n) {
-    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
-    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        m0 = _mm512_max_epu32(m0, _mm512_and_si512(abs, _mm512_loadu_si512(in + i)));
-        m1 = _mm512_max_epu32(m1, _mm512_and_si512(abs, _mm512_loadu_si512(in + i + 16)));
-    }
-    return std::max(maxabs_scalar(in + i, n - i), _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)));
-}
 
 /* ---------------------------------------------------------------- encode */
 struct EncCtx {
@@ -282,13 +251,6 @@ AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *o
 constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multiple of 64) */
 constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
 
-uint32_t maxabs_block(const float *in, size_t n, SimdLevel lvl) {
-    switch (lvl) {
-        case SimdLevel::avx512: return maxabs_avx512(in, n);
-        case SimdLevel::avx2: return maxabs_avx2(in, n);
-        default: return maxabs_scalar(in, n);
-    }
-}
 void encode_block(const float *in, size_t n, const EncCtx &c, uint8_t *out, SimdLevel lvl) {
     if (c.divide) return encode_scalar(in, n, c, out);
     /* The AVX-512 level encodes with the AVX2 kernel: the step is bound by the table gather,
@@ -324,7 +286,7 @@ Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, 
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
     for (size_t b = 0; b < nblocks; ++b) {
         size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        mx = std::max(mx, maxabs_block(in + lo, len, lvl));
+        mx = std::max(mx, maxabs::block(in + lo, len, lvl));
     }
     if (mx >= 0x7F800000u) return Status::nonfinite;
     EncCtx c;

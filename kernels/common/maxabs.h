@@ -1,0 +1,61 @@
+/* Max of |x| over fp32 data, as the bit pattern of |x| (NaN/Inf compare above every finite
+ * value, so one scan also finds them). Scalar, AVX2 and AVX-512 give the same result; used
+ * by the codecs that normalise by max-abs (q8, fp16). */
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "simd.h"
+
+namespace compmpi::maxabs {
+
+inline uint32_t scalar(const float *in, size_t n) {
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, in + i, 4);
+        m = std::max(m, u & 0x7FFFFFFFu);
+    }
+    return m;
+}
+
+__attribute__((target("avx2"))) inline uint32_t avx2(const float *in, size_t n) {
+    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_epu32(m0, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i))));
+        m1 = _mm256_max_epu32(m1, _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i + 8))));
+    }
+    alignas(32) uint32_t v[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(v), _mm256_max_epu32(m0, m1));
+    uint32_t m = scalar(in + i, n - i);
+    for (uint32_t x : v) m = std::max(m, x);
+    return m;
+}
+
+__attribute__((target("avx512f"))) inline uint32_t avx512(const float *in, size_t n) {
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm512_max_epu32(m0, _mm512_and_si512(abs, _mm512_loadu_si512(in + i)));
+        m1 = _mm512_max_epu32(m1, _mm512_and_si512(abs, _mm512_loadu_si512(in + i + 16)));
+    }
+    return std::max(scalar(in + i, n - i), _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)));
+}
+
+/* One block on the given path (the caller clamps lvl to simd_detect()). */
+inline uint32_t block(const float *in, size_t n, SimdLevel lvl) {
+    switch (lvl) {
+        case SimdLevel::avx512: return avx512(in, n);
+        case SimdLevel::avx2: return avx2(in, n);
+        default: return scalar(in, n);
+    }
+}
+
+}  // namespace compmpi::maxabs
