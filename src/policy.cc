@@ -5,12 +5,17 @@
 #include <vector>
 
 #include "qsgd/qsgd.h"
+#include "rangefloat/rangefloat.h"
 #include "terngrad/terngrad.h"
 
 namespace compmpi {
 
 namespace {
 constexpr size_t kNormBlock = 1 << 14;
+/* rangefloat_mode -> the header variant of rangefloat and fft_topk (rangefloat.h) */
+uint8_t rf_mode(const Settings &s) {
+    return s.rangefloat_mode == enum_value(SettingId::rangefloat_mode, "paper") ? rf::kModePaper : rf::kModeRangeSign;
+}
 }  // namespace
 
 Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p) {
@@ -57,6 +62,10 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
             /* the decoder needs the block layout: fft_block travels in param (0 = one
              * transform per buffer); bits = the range-based float width (default 10) */
             p->param = p->block;
+            p->variant = rf_mode(s);
+            break;
+        case CodecId::rangefloat:
+            p->variant = rf_mode(s);
             break;
         default:
             break;
