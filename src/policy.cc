@@ -6,6 +6,7 @@
 
 #include "qsgd/qsgd.h"
 #include "rangefloat/rangefloat.h"
+#include "schedule.h"
 #include "terngrad/terngrad.h"
 
 namespace compmpi {
@@ -113,11 +114,15 @@ void awp_update(AwpState *a, double norm, double threshold, int interval, int st
     a->have_norm = std::isfinite(norm);
 }
 
-Status policy_plan(CommState &st, Coll, const void *key_addr, size_t count, Plan *plan) {
+Status policy_plan(CommState &st, Coll kind, const void *key_addr, size_t count, Plan *plan) {
     const Settings &s = st.settings;
     plan->codec = codec_by_id(s.codec);
     if (!plan->codec) return Status::invalid_arg;
     CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params));
+    /* θ schedule (src/schedule.h): from the call count of this shape, alike on every rank */
+    const ThetaSchedule sch = theta_schedule_from(s);
+    if (sch.kind != ThetaScheduleKind::none && (plan->codec->id == CodecId::topk || plan->codec->id == CodecId::fft_topk))
+        plan->params.theta = static_cast<float>(theta_at(sch, st.sched.next(static_cast<int>(kind), count)));
     plan->awp = nullptr;
     if (s.policy == policy_kind::awp && (plan->codec->flags & CODEC_ADAPTIVE_BITS)) {
         if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear();

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "schedule.h"
 #include "settings.h"
 #include "status.h"
 
@@ -60,6 +61,7 @@ struct CommState {
     bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
     uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
     std::unordered_map<BufferKey, AwpState, BufferKeyHash> awp;
+    ScheduleState sched; /* θ schedule: calls per collective shape (src/schedule.h) */
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */
     Buffer ws_send, ws_recv, ws_aux_blob; /* host blob workspaces */
