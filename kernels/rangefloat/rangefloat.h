@@ -1,9 +1,10 @@
 /* Range-based N-bit float (Wang et al., "FFT-based Gradient Sparsification for the Distributed
- * Training of Deep Neural Networks", HPDC 2020, Algorithm 1 as we read it; see
- * docs/codecs/rangefloat.md) and the bit-packing helpers the rangefloat and fft_topk codecs
- * share.
+ * Training of Deep Neural Networks", HPDC 2020, Section 3.2.1; see docs/codecs/rangefloat.md)
+ * in two modes, and the bit-packing helpers the rangefloat and fft_topk codecs share. The
+ * mode is the codecs' header variant: kModeRangeSign (0, default) below, kModePaper (1) =
+ * the paper's Algorithm 1 literally ("paper mode" further down).
  *
- * Format RF(N, m, emin): 1 sign bit, e = N-1-m exponent bits, m mantissa bits. A magnitude
+ * range_sign format RF(N, m, emin): 1 sign bit, e = N-1-m exponent bits, m mantissa bits. A magnitude
  * code c = E<<m | M (0 <= c < 2^(N-1)) means
  *     E >= 1:  2^(emin+E-1) * (1 + M/2^m)     (normal)
  *     E == 0:  2^(emin-m) * M                 (subnormal; c == 0 is exact zero)
@@ -140,8 +141,8 @@ inline double predicted_sq_error(const Stats &s, int N, int m) {
     return err;
 }
 
-/* Algorithm 1 (our reading): the mantissa width whose eps balances underflow error against
- * rounding error; ties go to more mantissa bits. */
+/* range_sign fit: the mantissa width whose eps balances underflow error against rounding
+ * error; ties go to more mantissa bits. (Not the paper's Algorithm 1: see paper mode.) */
 inline int fit_mantissa(const Stats &s, int N) {
     int best_m = N - 2;
     double best = HUGE_VAL;
@@ -234,6 +235,9 @@ PaperFormat paper_tune(int N, int m, float min, float max);
 /* Fit m and eps to n values (their signed min/max and sampled squared error); false if any
  * value is NaN/Inf. */
 bool paper_fit(const float *in, size_t n, int N, PaperFormat *out, int threads);
+/* Every code an exact finite fp32 (m in 1..min(N, 23), pbase >= 1, 1 <= P <= 2^N-1, the
+ * largest positive and negative patterns below FLT_MAX's). */
+bool paper_valid(const PaperFormat &f);
 void write_paper(uint8_t *out, const PaperFormat &f);
 Status read_paper(const uint8_t *in, int N, PaperFormat *f);
 

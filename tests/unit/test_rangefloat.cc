@@ -367,6 +367,7 @@ Alg1 alg1_fit(const std::vector<float> &x, int N) {
         a.N = N;
         a.m = m;
         a.tune(mn, mx);
+        if (!a.valid()) continue; /* no format of this m fits below FLT_MAX */
         double err = 0;
         for (float v : x) {
             const double d = static_cast<double>(v) - a.to_32(a.to_N(v, mx));
@@ -537,6 +538,14 @@ void given_corrupt_paper_header_when_decoding_expect_corrupt(void **) {
     q = p;
     q.pop_back();
     expect_corrupt(q);
+    /* NaN/Inf in the input: nonfinite, as in range_sign */
+    for (float bad : {NAN, -INFINITY}) {
+        auto w = x;
+        w[777] = bad;
+        std::vector<uint8_t> o(p.size());
+        assert_int_equal(static_cast<int>(rf::encode(w.data(), w.size(), N, o.data(), SimdLevel::scalar, 2, rf::kModePaper)),
+                         static_cast<int>(Status::nonfinite));
+    }
     /* the modes are not interchangeable: the variant says which header this is */
     CodecParams cp;
     cp.bits = 8;

@@ -371,9 +371,10 @@ bool paper_fit(const float *in, size_t n, int N, PaperFormat *out, int threads) 
      * stride-th plus min and max), summed in index order: the same choice everywhere */
     const size_t stride = n < (size_t{1} << 16) ? 1 : std::max<size_t>(8, n >> 18);
     double best = HUGE_VAL;
-    PaperFormat bestf = paper_tune(N, 1, r.lo, r.hi);
+    PaperFormat bestf = paper_tune(N, std::min(N, 23), r.lo, r.hi); /* always valid */
     for (int m = 1; m <= std::min(N, 23); ++m) {
         const PaperFormat f = paper_tune(N, m, r.lo, r.hi);
+        if (!paper_valid(f)) continue; /* 2^N codes of m bits run past FLT_MAX (small m, large N) */
         double err = 0;
         auto add = [&](float x) {
             const double d = static_cast<double>(x) - paper_decode_one(paper_encode_one(x, f), f);
@@ -405,12 +406,17 @@ Status read_paper(const uint8_t *in, int N, PaperFormat *f) {
     if (g.m < 1 || g.m > std::min(N, 23)) return Status::corrupt;
     std::memcpy(&g.pbase, in + 4, 4);
     std::memcpy(&g.P, in + 8, 4);
-    const uint32_t qlim = paper_qlimit(g.m);
-    if (g.pbase < 1 || g.pbase > qlim || g.P < 1 || g.P > g.cmax()) return Status::corrupt;
-    if (static_cast<uint64_t>(g.pbase) + g.P - 1 > qlim) return Status::corrupt; /* top positive */
-    if (g.P < g.cmax() && static_cast<uint64_t>(g.cmax() - g.P) + g.pbase - 1 > qlim) return Status::corrupt;
+    if (!paper_valid(g)) return Status::corrupt;
     *f = g;
     return Status::ok;
+}
+
+bool paper_valid(const PaperFormat &g) {
+    if (g.m < 1 || g.m > std::min(g.bits, 23)) return false;
+    const uint32_t qlim = paper_qlimit(g.m);
+    if (g.pbase < 1 || g.pbase > qlim || g.P < 1 || g.P > g.cmax()) return false;
+    if (static_cast<uint64_t>(g.pbase) + g.P - 1 > qlim) return false; /* top positive */
+    return g.P == g.cmax() || static_cast<uint64_t>(g.cmax() - g.P) + g.pbase - 1 <= qlim; /* 1..1 */
 }
 
 namespace {
