@@ -11,7 +11,9 @@
  * CodecOps, single thread, scalar path (all paths give identical bytes).
  * Last: "coefficients" = the re/im parts of the fft_topk kept coefficients of the same file
  * (blockwise real FFT, top (1-theta) by |c|^2, computed here with FFTW), quantised by
- * rangefloat in both modes: the quantiser's own error inside fft_topk. */
+ * rangefloat in both modes: the quantiser's own error inside fft_topk.
+ * "paper, fixed [-1, 1]" rows: Algorithm 1 with the experiments' fixed range instead of the
+ * buffer's (values above 1 clamp, below -1 saturate at 1..1), m chosen as in the codec. */
 #include <fftw3.h>
 
 #include <algorithm>
@@ -113,6 +115,37 @@ std::vector<float> kept_coefficients(const std::vector<float> &x, uint32_t block
     return parts;
 }
 
+/* Algorithm 1 with the paper's fixed range [-1, 1] (Section 4.2) instead of the buffer's:
+ * every m in 1..N tuned for eps, the best by squared error. Not a codec setting: for the
+ * comparison in docs/codecs/rangefloat.md. */
+bool run_fixed_range(const std::vector<float> &x, int N, Result *r) {
+    double best = HUGE_VAL;
+    for (int m = 1; m <= N; ++m) {
+        const rf::PaperFormat f = rf::paper_tune(N, m, -1.0f, 1.0f);
+        if (!rf::paper_valid(f)) continue;
+        double e2 = 0, s2 = 0, mx = 0, amax = 0;
+        for (float v : x) {
+            const float c = v > 1.0f ? 1.0f : v; /* line 2-3: x > max -> max */
+            const double d = static_cast<double>(v) - rf::paper_decode_one(rf::paper_encode_one(c, f), f);
+            e2 += d * d;
+            s2 += static_cast<double>(v) * v;
+            mx = std::max(mx, std::fabs(d));
+            amax = std::max(amax, std::fabs(static_cast<double>(v)));
+        }
+        if (e2 <= best) {
+            best = e2;
+            r->rel_l2 = s2 > 0 ? std::sqrt(e2 / s2) : 0;
+            r->max_abs = mx;
+            r->max_rel = amax > 0 ? mx / amax : 0;
+            r->bytes = rf::kRangeHeaderBytes + rf::packed_bytes(x.size(), N);
+            char tmp[64];
+            std::snprintf(tmp, sizeof tmp, "m=%d P=%u", f.m, f.P);
+            r->fmt = tmp;
+        }
+    }
+    return best < HUGE_VAL;
+}
+
 void row(const char *name, const char *mode, int N, const Result &r, size_t n) {
     std::printf("| %s | %s | %d | %.4g | %.3g | %.3g | %zu | %.2f | %s |\n", name, mode, N, r.rel_l2, r.max_abs, r.max_rel,
                 r.bytes, 4.0 * static_cast<double>(n) / static_cast<double>(r.bytes), r.fmt.c_str());
@@ -152,6 +185,8 @@ int main(int argc, char **argv) {
                 if (!run("rangefloat", p, x, &r)) return 1;
                 row("rangefloat", modes[mode], N, r, x.size());
             }
+        for (int N : {8, 10})
+            if (run_fixed_range(x, N, &r)) row("rangefloat", "paper, fixed [-1, 1]", N, r, x.size());
         for (int N : {8, 10, 16})
             for (int mode = 0; mode < 2; ++mode) {
                 CodecParams p;
@@ -175,6 +210,8 @@ int main(int argc, char **argv) {
                 if (!run("rangefloat", q, parts, &r)) return 1;
                 row("coefficients", modes[mode], N, r, parts.size());
             }
+        for (int N : {8, 10})
+            if (run_fixed_range(parts, N, &r)) row("coefficients", "paper, fixed [-1, 1]", N, r, parts.size());
     }
     return 0;
 }
