@@ -116,8 +116,9 @@ template <class F> int with_host_copies(const CollArgs &a, const CommState &st, 
     std::abort();
 }
 
-/* The compressed algorithm on a given backend. key: the user's receive buffer (awp and
- * error-feedback state are per user buffer, whatever staging happened). */
+/* The compressed algorithm on a given backend. key: the user's receive buffer, which keys
+ * this rank's error-feedback residual whatever staging happened (awp state is keyed by the
+ * call's shared arguments instead: src/state.h AwpKey). */
 int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key) {
     CollStats &cs = stats(a.kind);
     const size_t n = static_cast<size_t>(coll_elements(a));
@@ -127,7 +128,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     auto exact = [&]() { return m ? with_host_copies(a, st, *m, passthrough) : passthrough(a); };
 
     Plan plan;
-    if (policy_plan(st, a.kind, key, result_n, &plan) != Status::ok) {
+    if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) {
         /* settings were validated when set; reaching here is a bug, but stay exact */
         log_error("no valid plan for %s of %zu floats; passing through", coll_name(a.kind), n);
         cs.fallback_error++;
@@ -150,6 +151,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     }
 
     Status s;
+    double root_norm = 0;
     switch (a.kind) {
         case Coll::allreduce: {
             const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
@@ -170,7 +172,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             s = coll_allgather_encoded(c, in, out, n);
             break;
         }
-        case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root); break;
+        case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root, plan.awp ? &root_norm : nullptr); break;
         default: s = Status::unsupported;
     }
     ++st.calls;
@@ -182,7 +184,10 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;
             cs.bytes_in += n * sizeof(float);
-            policy_observe(st, plan, out, result_n, c.be->l2norm, c.be_ctx);
+            /* whose norm (docs/design.md): bcast, the root's fp32 input carried in the frame;
+             * allreduce/allgather, the result, bit-identical on every rank */
+            if (plan.awp)
+                policy_observe(st, plan, a.kind == Coll::bcast ? root_norm : c.be->l2norm(c.be_ctx, out, result_n));
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;
