@@ -24,6 +24,7 @@ tests_fuzz_fuzz_blob_LDADD = libcompmpi_core.la
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
 	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
+MPITEST_PROGS += tests/mpi/t_plain_awp_buffers
 check_PROGRAMS += $(MPITEST_PROGS)
 tests_mpi_t_plain_passthrough_SOURCES = tests/mpi/t_plain_passthrough.c tests/mpi/mpitest.h
 tests_mpi_t_plain_compressed_SOURCES = tests/mpi/t_plain_compressed.c tests/mpi/mpitest.h
@@ -31,6 +32,8 @@ tests_mpi_t_plain_nonfinite_SOURCES = tests/mpi/t_plain_nonfinite.c tests/mpi/mp
 tests_mpi_t_plain_passthrough_LDADD = -lm
 tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
+tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
+tests_mpi_t_plain_awp_buffers_LDADD = -lm
 tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
 tests_mpi_t_compressed_LDADD = libcompmpi.la -lm
 tests_mpi_t_awp_SOURCES = tests/mpi/t_awp.c tests/mpi/mpitest.h
