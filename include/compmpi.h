@@ -59,7 +59,7 @@ int compmpi_comm_reset_state(MPI_Comm comm);
 
 /*
  * awp state of one kind of call on comm (local). awp keys its state by what every rank
- * passes alike -- the collective, the count as passed to MPI (allgather: per rank) and the
+ * passes alike -- the collective, the count as passed to MPI (allgather: recvcount) and the
  * root (bcast) -- never by buffer address, so every rank decides the same width.
  *   collective  "allreduce", "allgather" or "bcast"
  *   root        bcast: the root; ignored otherwise

@@ -43,7 +43,7 @@ struct BufferKeyHash {
 
 /* awp state decides the bit width, i.e. the bytes on the wire, so it is keyed only by what
  * every rank of the communicator shares for a call: the collective, the element count as
- * passed to MPI (allgather: per rank) and the root (bcast; -1 otherwise). Never an address:
+ * passed to MPI (allgather: recvcount) and the root (bcast; -1 otherwise). Never an address:
  * ranks may pass different buffers to the same call (issue 14). */
 struct AwpKey {
     int kind;   /* Coll */
