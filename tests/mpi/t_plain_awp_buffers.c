@@ -52,7 +52,7 @@ static double env_num(const char *name, double dflt) {
 }
 
 int main(int argc, char **argv) {
-    alarm(120); /* a hang is a failure, well before the runner's timeout */
+    alarm(300); /* a hang is a failure, well before the runner's 600 s timeout */
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
