@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "costmodel.h"
 #include "settings.h"
 #include "status.h"
 
@@ -85,6 +86,7 @@ struct CommState {
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */
     Buffer ws_send, ws_recv, ws_aux_blob; /* host blob workspaces */
+    std::unique_ptr<CostModel> cost;      /* measured times (src/costmodel.h), created on first use */
     /* hierarchy (created on first use, freed with the state) */
     int hier_known = 0;                    /* 0 = not yet split */
     MPI_Comm hier_node = MPI_COMM_NULL, hier_leaders = MPI_COMM_NULL;
