@@ -19,8 +19,8 @@ struct ClassStats {
 };
 ClassStats g_cls[static_cast<int>(Coll::count_)][kCostClasses];
 
-/* The entry's time scaled to `bytes` (linear within a class: at these sizes, time grows
- * with bytes; the class's samples were scaled to its lower bound). */
+/* A class time scaled to `bytes` (linear within a class; samples are stored scaled to the
+ * class's lower bound). */
 double scaled(double t_class, int cls, size_t bytes) { return t_class * static_cast<double>(bytes) / std::ldexp(1.0, cls); }
 
 }  // namespace
@@ -41,12 +41,11 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
      * faults in fresh buffers) do not all land on one side */
     if (e.n_plain < kCostSamples || e.n_comp < kCostSamples)
         return e.n_plain <= e.n_comp ? CostDecision::explore_plain : CostDecision::explore_comp;
-    const double tp = scaled(e.t_plain, cls, bytes), tc = scaled(e.t_comp, cls, bytes);
-    if (tc < tp * (1.0 - margin)) {
-        *predicted_s = tc;
+    if (e.max_comp < e.min_plain * (1.0 - margin)) {
+        *predicted_s = scaled(e.sum_comp / e.n_comp, cls, bytes);
         return CostDecision::compress;
     }
-    *predicted_s = tp;
+    *predicted_s = scaled(e.sum_plain / e.n_plain, cls, bytes);
     return CostDecision::plain;
 }
 
@@ -64,13 +63,14 @@ void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, Cos
     const int cls = cost_size_class(bytes);
     CostEntry &e = st.cost->entries[{static_cast<int>(kind), cls, codec, bits}];
     const double at_class = t * std::ldexp(1.0, cls) / static_cast<double>(std::max<size_t>(bytes, 1));
-    if (d == CostDecision::explore_plain) {
-        e.t_plain = e.n_plain ? std::min(e.t_plain, at_class) : at_class;
-        ++e.n_plain;
-    } else {
-        e.t_comp = e.n_comp ? std::min(e.t_comp, at_class) : at_class;
-        ++e.n_comp;
-    }
+    const bool plain = d == CostDecision::explore_plain;
+    double &sum = plain ? e.sum_plain : e.sum_comp, &lo = plain ? e.min_plain : e.min_comp,
+           &hi = plain ? e.max_plain : e.max_comp;
+    int &cnt = plain ? e.n_plain : e.n_comp;
+    lo = cnt ? std::min(lo, at_class) : at_class;
+    hi = cnt ? std::max(hi, at_class) : at_class;
+    sum += at_class;
+    ++cnt;
     g_cls[static_cast<int>(kind)][cls].explore++;
 }
 

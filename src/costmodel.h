@@ -1,9 +1,9 @@
 /* The cost model: decides per call whether compressing pays, from times measured on this
  * communicator, so that preloading libcompmpi never makes a program slower.
  *
- * What it measures. For every (collective, size class, plan) it keeps the time of the exact
- * PMPI collective and of the compressed algorithm for that plan (codec, width), each the
- * minimum of `kSamples` timed calls of that size class. A size class is a power-of-two
+ * What it measures. For every (collective, size class, plan) it keeps the times of the exact
+ * PMPI collective and of the compressed algorithm for that plan (codec, width), from
+ * `kCostSamples` timed calls each of that size class. A size class is a power-of-two
  * bucket of the per-rank payload (bytes in [2^k, 2^(k+1))); times are scaled linearly to the
  * call's size within its class. The time of one call is the slowest rank's (an agreement
  * PMPI_Allreduce(MAX) of one double after each timed call), so these are collective times
@@ -12,8 +12,10 @@
  *
  * How it decides. The first calls of a class explore: plain, compressed, plain, compressed
  * (real calls of the application, exact or compressed as usual; nothing synthetic is sent).
- * After that, the plan runs compressed if its predicted time is below the exact one by the
- * margin `cost_margin`, else exactly. Each decided call is timed locally and the prediction
+ * After that, the plan runs compressed only if its SLOWEST sample beat the exact
+ * collective's FASTEST sample by the margin `cost_margin` (on a noisy machine compression
+ * must win consistently; where it only sometimes wins, the exact collective is the safe
+ * choice), else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed locally and the prediction
  * and the measurement are added to the statistics (COMPMPI_STATS: compmpi-stats-model lines),
  * with no extra message. Why measured end to end rather than from link and codec speeds
  * alone: the exact collective's time on shared memory or on a given network is whatever the
@@ -48,7 +50,9 @@ inline bool cost_runs_plain(CostDecision d) { return d == CostDecision::plain ||
 
 /* What one entry knows: collective times in seconds for the class's lower bound size. */
 struct CostEntry {
-    double t_plain = 0, t_comp = 0; /* min over samples, scaled to 2^class bytes */
+    /* sums, minima and maxima over samples, scaled to 2^class bytes */
+    double sum_plain = 0, min_plain = 0, max_plain = 0;
+    double sum_comp = 0, min_comp = 0, max_comp = 0;
     int n_plain = 0, n_comp = 0;
 };
 
