@@ -3,17 +3,20 @@
 # machine (MPICH shared memory), measured in one run. Prints a markdown table with the
 # median time of each and the speedup (uncompressed / compressed).
 #   bench/run_loopback.sh [--ranks 2] [--sizes 1M,4M,16M,64M,256M] [--iters 5]
-#                         [--codecs "bitpack:16 bitpack:8"] [--colls allreduce,bcast]
-# A codec spec is codec[:bits][+KEY=VAL...] (KEY without the COMPMPI_ prefix).
+#                         [--codecs "bitpack:16 bitpack:8"] [--colls allreduce,bcast] [--warmup 2]
+# A codec spec is codec[:bits][+KEY=VAL...] (KEY without the COMPMPI_ prefix), each run with
+# policy static and min_bytes 0; the spec `default` preloads libcompmpi with no setting at all
+# (awp gated by the cost model: the "never slower" check). Warm-up calls are not timed: give
+# the cost model its exploration calls (4 per size class and width) with --warmup 6.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-$here/../_build}
-ranks=2 sizes=1M,4M,16M,64M,256M iters=5 colls=allreduce,bcast codecs="bitpack:16 bitpack:8"
+ranks=2 sizes=1M,4M,16M,64M,256M iters=5 colls=allreduce,bcast codecs="bitpack:16 bitpack:8" warmup=2
 while [ $# -gt 0 ]; do
     case $1 in
         --ranks) ranks=$2; shift 2 ;; --sizes) sizes=$2; shift 2 ;; --iters) iters=$2; shift 2 ;;
-        --codecs) codecs=$2; shift 2 ;; --colls) colls=$2; shift 2 ;;
-        *) echo "usage: $0 [--ranks P] [--sizes LIST] [--iters K] [--codecs SPECS] [--colls LIST]"; exit 2 ;;
+        --codecs) codecs=$2; shift 2 ;; --colls) colls=$2; shift 2 ;; --warmup) warmup=$2; shift 2 ;;
+        *) echo "usage: $0 [--ranks P] [--sizes LIST] [--iters K] [--codecs SPECS] [--colls LIST] [--warmup W]"; exit 2 ;;
     esac
 done
 lib="$build/.libs/libcompmpi.so"
@@ -24,10 +27,14 @@ trap 'rm -rf "$out"' EXIT
 run() { # name, extra mpiexec args...
     local name=$1; shift
     timeout 900 mpiexec.mpich -n "$ranks" "$@" "$bench" --coll "$colls" --sizes "$sizes" --iters "$iters" \
-        --warmup 2 --check >"$out/$name" 2>"$out/$name.err" || { echo "run $name failed:"; tail "$out/$name.err"; exit 1; }
+        --warmup "$warmup" --check >"$out/$name" 2>"$out/$name.err" || { echo "run $name failed:"; tail "$out/$name.err"; exit 1; }
 }
 run none
 for spec in $codecs; do
+    if [ "$spec" = default ]; then
+        run default -genv LD_PRELOAD "$lib" -genv COMPMPI_STATS 1
+        continue
+    fi
     IFS=+ read -r head extra <<<"$spec"
     env=(-genv LD_PRELOAD "$lib" -genv COMPMPI_CODEC "${head%%:*}" -genv COMPMPI_POLICY static -genv COMPMPI_MIN_BYTES 0)
     [[ $head == *:* ]] && env+=(-genv COMPMPI_BITS "${head#*:}")
@@ -52,5 +59,12 @@ grep -h '^coll=' "$out/none" | while read -r line; do
     done
     echo "$row"
 done
+if [ -f "$out/default.err" ] && grep -q compmpi-stats-model "$out/default.err"; then
+    echo
+    echo "cost model (spec default; per size class: calls it compressed or ran exactly, predicted vs measured time):"
+    echo '```'
+    grep compmpi-stats-model "$out/default.err"
+    echo '```'
+fi
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"

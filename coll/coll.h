@@ -60,7 +60,9 @@ struct HierComms {
  * when `sparse`), exact broadcast within nodes. sendbuf may be MPI_IN_PLACE. */
 Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
                                    bool sparse);
-Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root);
+/* The root's buf is read only; receivers' buf gets the decoded data. root_norm (nullptr on
+ * every rank, or on none): receives the l2-norm of the root's input, carried in the frame. */
+Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm = nullptr);
 Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n);
 
 /* ---- helpers shared by the algorithms (coll/coll_util.cc) ---- */

@@ -52,16 +52,28 @@ int compmpi_comm_set(MPI_Comm comm, const char *key, const char *value);
 int compmpi_comm_get(MPI_Comm comm, const char *key, char *value, int len);
 
 /*
- * Forget the adaptive state of every buffer of comm (awp precision, and any per-buffer
+ * Forget the adaptive state of comm (awp precision of every call key, and any per-buffer
  * residuals of lossy codecs), e.g. after restoring a checkpoint. Collective over comm.
  */
 int compmpi_comm_reset_state(MPI_Comm comm);
 
 /*
- * Adaptive state of one buffer (as passed to MPI_Allreduce: recvbuf, count) on comm (local).
- *   bits   out: bit width the next call will use, 0 if the buffer is not tracked
- *   calls  out: compressed calls seen for this buffer
- * Either output may be NULL.
+ * awp state of one kind of call on comm (local). awp keys its state by what every rank
+ * passes alike -- the collective, the count as passed to MPI (allgather: recvcount) and the
+ * root (bcast) -- never by buffer address, so every rank decides the same width.
+ *   collective  "allreduce", "allgather" or "bcast"
+ *   root        bcast: the root; ignored otherwise
+ *   bits        out: bit width the next such call will use, 0 if not tracked yet
+ *   calls       out: compressed calls seen for this key
+ * Either output may be NULL. Returns MPI_ERR_ARG for an unknown collective.
+ */
+int compmpi_comm_query_awp(MPI_Comm comm, const char *collective, MPI_Count count, int root, int *bits,
+                           long long *calls);
+
+/*
+ * Kept for existing callers: the awp state of MPI_Allreduce calls of `count` floats on comm,
+ * i.e. compmpi_comm_query_awp(comm, "allreduce", count, -1, bits, calls). buf is not used
+ * (the state no longer depends on the buffer's address).
  */
 int compmpi_comm_query_buffer(MPI_Comm comm, const void *buf, MPI_Count count, int *bits, long long *calls);
 

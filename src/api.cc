@@ -7,6 +7,7 @@
 #include "log.h"
 #include "runtime.h"
 #include "state.h"
+#include "stats.h"
 
 #define COMPMPI_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -93,15 +94,30 @@ COMPMPI_EXPORT int compmpi_comm_reset_state(MPI_Comm comm) {
     return MPI_SUCCESS;
 }
 
-COMPMPI_EXPORT int compmpi_comm_query_buffer(MPI_Comm comm, const void *buf, MPI_Count count, int *bits,
-                                             long long *calls) {
-    CommState *st = comm_state(comm, "compmpi_comm_query_buffer");
+COMPMPI_EXPORT int compmpi_comm_query_awp(MPI_Comm comm, const char *collective, MPI_Count count, int root,
+                                          int *bits, long long *calls) {
+    CommState *st = comm_state(comm, "compmpi_comm_query_awp");
     if (!st) return MPI_ERR_COMM;
+    Coll kind;
+    if (collective && std::strcmp(collective, "allreduce") == 0) kind = Coll::allreduce;
+    else if (collective && std::strcmp(collective, "allgather") == 0) kind = Coll::allgather;
+    else if (collective && std::strcmp(collective, "bcast") == 0) kind = Coll::bcast;
+    else {
+        log_error("compmpi_comm_query_awp: collective '%s' is not one of allreduce, allgather, bcast",
+                  collective ? collective : "(null)");
+        return MPI_ERR_ARG;
+    }
     std::lock_guard<std::mutex> lk(st->mu);
-    auto it = st->awp.find(BufferKey{reinterpret_cast<uintptr_t>(buf), static_cast<uint64_t>(count)});
+    auto it = st->awp.find(
+        AwpKey{static_cast<int>(kind), kind == Coll::bcast ? root : -1, static_cast<uint64_t>(count)});
     if (bits) *bits = it == st->awp.end() ? 0 : it->second.bits;
     if (calls) *calls = it == st->awp.end() ? 0 : static_cast<long long>(it->second.calls);
     return MPI_SUCCESS;
+}
+
+COMPMPI_EXPORT int compmpi_comm_query_buffer(MPI_Comm comm, const void *, MPI_Count count, int *bits,
+                                             long long *calls) {
+    return compmpi_comm_query_awp(comm, "allreduce", count, -1, bits, calls);
 }
 
 COMPMPI_EXPORT int compmpi_comm_print_config(MPI_Comm comm) {

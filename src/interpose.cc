@@ -3,11 +3,13 @@
  * exact PMPI call with the caller's own arguments. */
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <exception>
 #include <string>
 
 #include "coll.h"
+#include "costmodel.h"
 #include "cuda/module_abi.h"
 #include "cuda_loader.h"
 #include "eligibility.h"
@@ -116,23 +118,72 @@ template <class F> int with_host_copies(const CollArgs &a, const CommState &st, 
     std::abort();
 }
 
-/* The compressed algorithm on a given backend. key: the user's receive buffer (awp and
- * error-feedback state are per user buffer, whatever staging happened). */
+/* The compressed algorithm on a given backend. key: the user's receive buffer, which keys
+ * this rank's error-feedback residual whatever staging happened (awp state is keyed by the
+ * call's shared arguments instead: src/state.h AwpKey). */
+int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
+             Plan &plan);
+
+/* The exact path; device buffers go through host copies unless MPI is CUDA-aware. */
+int run_exact(const CollArgs &a, const CommState &st, const CudaModule *m) {
+    return m ? with_host_copies(a, st, *m, passthrough) : passthrough(a);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/* Does the cost model decide for this communicator's settings? (settings.def: cost_model) */
+bool cost_gated(const Settings &s) {
+    return s.cost_model == cost_model_kind::on || (s.cost_model == cost_model_kind::auto_ && s.policy != policy_kind::static_);
+}
+
+/* Plan the call, let the cost model choose between the plan and the exact collective, run
+ * it. Every input of the choice is shared by all ranks (the plan from agreed settings and
+ * shared state, the model's agreed times), so all ranks take the same path. */
 int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key) {
+    CollStats &cs = stats(a.kind);
+    const size_t n = static_cast<size_t>(coll_elements(a));
+    Plan plan;
+    if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) {
+        /* settings were validated when set; reaching here is a bug, but stay exact */
+        log_error("no valid plan for %s of %zu floats; passing through", coll_name(a.kind), n);
+        cs.fallback_error++;
+        return run_exact(a, st, m);
+    }
+    if (!cost_gated(st.settings)) return run_plan(a, st, be, be_ctx, m, key, plan);
+
+    const size_t bytes = n * sizeof(float);
+    const int codec = static_cast<int>(plan.codec->id), bits = plan.params.bits;
+    double predicted = 0;
+    const CostDecision d = cost_decide(st, a.kind, bytes, codec, bits, st.settings.cost_margin, &predicted);
+    const auto t0 = std::chrono::steady_clock::now();
+    int rc;
+    if (cost_runs_plain(d)) {
+        rc = run_exact(a, st, m);
+        cs.passthrough++;
+        cs.reason[eligibility_reason("cost_model")]++;
+    } else {
+        rc = run_plan(a, st, be, be_ctx, m, key, plan);
+    }
+    const double dt = seconds_since(t0);
+    if (!cost_explores(d)) {
+        cost_stats_add(a.kind, bytes, d, predicted, dt);
+        return rc;
+    }
+    /* every rank reaches here for the same call (the decision is shared): agree on the time */
+    int rc2 = cost_record(st, a.comm, a.kind, bytes, codec, bits, d, dt);
+    if (rc == MPI_SUCCESS && rc2 != MPI_SUCCESS) return raise_error(a.comm, rc2);
+    return rc;
+}
+
+int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
+             Plan &plan) {
     CollStats &cs = stats(a.kind);
     const size_t n = static_cast<size_t>(coll_elements(a));
     float *out = static_cast<float *>(a.recvbuf);
     const size_t result_n = result_elements(a, st);
-    /* the exact path; device buffers go through host copies unless MPI is CUDA-aware */
-    auto exact = [&]() { return m ? with_host_copies(a, st, *m, passthrough) : passthrough(a); };
-
-    Plan plan;
-    if (policy_plan(st, a.kind, key, result_n, &plan) != Status::ok) {
-        /* settings were validated when set; reaching here is a bug, but stay exact */
-        log_error("no valid plan for %s of %zu floats; passing through", coll_name(a.kind), n);
-        cs.fallback_error++;
-        return exact();
-    }
+    auto exact = [&]() { return run_exact(a, st, m); };
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
     CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
@@ -150,6 +201,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     }
 
     Status s;
+    double root_norm = 0;
     switch (a.kind) {
         case Coll::allreduce: {
             const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
@@ -170,7 +222,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             s = coll_allgather_encoded(c, in, out, n);
             break;
         }
-        case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root); break;
+        case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root, plan.awp ? &root_norm : nullptr); break;
         default: s = Status::unsupported;
     }
     ++st.calls;
@@ -182,7 +234,10 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;
             cs.bytes_in += n * sizeof(float);
-            policy_observe(st, plan, out, result_n, c.be->l2norm, c.be_ctx);
+            /* whose norm (docs/design.md): bcast, the root's fp32 input carried in the frame;
+             * allreduce/allgather, the result, bit-identical on every rank */
+            if (plan.awp)
+                policy_observe(st, plan, a.kind == Coll::bcast ? root_norm : c.be->l2norm(c.be_ctx, out, result_n));
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;

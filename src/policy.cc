@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "qsgd/qsgd.h"
@@ -92,29 +93,136 @@ double l2_norm_det(const float *x, size_t n, int threads) {
     return std::sqrt(s);
 }
 
-void awp_update(AwpState *a, double norm, double threshold, int interval, int step, int max_bits) {
-    ++a->calls;
+/* ---- awp ---- */
+
+namespace {
+constexpr int kPresetCustom = enum_value(SettingId::awp_preset, "custom");
+constexpr int kRulePaper = enum_value(SettingId::awp_rule, "paper");
+constexpr int kRuleLegacyAbs = enum_value(SettingId::awp_rule, "legacy_abs");
+
+/* Zhuang et al., Section V-A: "The obtained values of T are -5x10^-2, -2x10^-3 and -2x10^-5
+ * for Alexnet, VGG and Resnet, respectively. We set the INTERVAL parameter to 4000 for both
+ * AlexNet and VGG and 2000 for Resnet. [...] We set N to 8 [...] AWP initially applies 8-bit
+ * precision to all layers." Indexed by the awp_preset value. */
+constexpr AwpPreset kPresets[] = {
+    {"alexnet", -5e-2, 4000, 8, 8},
+    {"vgg", -2e-3, 4000, 8, 8},
+    {"resnet", -2e-5, 2000, 8, 8},
+};
+static_assert(enum_value(SettingId::awp_preset, "alexnet") == 0 && enum_value(SettingId::awp_preset, "vgg") == 1 &&
+              enum_value(SettingId::awp_preset, "resnet") == 2 && kPresetCustom == 3,
+              "kPresets follows the order of awp_preset's values");
+
+/* Algorithm 1, lines 6-13, for one layer (here: one call key). */
+void awp_update_paper(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
+    if (a->have_norm) {
+        const double delta = (norm - a->last_norm) / a->last_norm; /* line 6 */
+        if (delta < cfg.threshold) a->counter += 1;                 /* lines 7-9 */
+        if (a->counter == cfg.interval) {                           /* lines 10-13 */
+            const int raised = std::min(max_bits, a->bits + cfg.step);
+            if (raised != a->bits) ++a->raises;
+            a->bits = raised;
+            a->counter = 0;
+        }
+    }
+    a->last_norm = norm;
+    a->have_norm = true;
+}
+
+/* The rule libcompmpi used before it followed the paper (awp_rule=legacy_abs). */
+void awp_update_legacy_abs(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
     if (a->have_norm && std::isfinite(norm)) {
         double prev = a->last_norm;
         double delta = prev > 0 ? std::fabs(norm - prev) / prev : (norm == 0 ? 0.0 : HUGE_VAL);
-        if (delta < threshold) {
-            if (++a->stalls >= interval && a->bits < max_bits) {
-                a->bits = std::min(max_bits, a->bits + step);
-                a->stalls = 0;
+        if (delta < cfg.threshold) {
+            if (++a->counter >= cfg.interval && a->bits < max_bits) {
+                a->bits = std::min(max_bits, a->bits + cfg.step);
+                a->counter = 0;
                 ++a->raises;
                 /* the norm at the new width is not comparable with the old one */
                 a->have_norm = false;
                 return;
             }
         } else {
-            a->stalls = 0;
+            a->counter = 0;
         }
     }
     a->last_norm = norm;
     a->have_norm = std::isfinite(norm);
 }
 
-Status policy_plan(CommState &st, Coll kind, const void *key_addr, size_t count, Plan *plan) {
+/* Stage 2 of a plan: awp's width for the call's key. */
+void plan_awp(CommState &st, Coll kind, size_t count, int root, Plan *plan) {
+    const Settings &s = st.settings;
+    if (s.policy != policy_kind::awp || !(plan->codec->flags & CODEC_ADAPTIVE_BITS)) return;
+    /* every rank sees the same key sequence, so every rank restarts the table together */
+    if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear();
+    AwpKey key{static_cast<int>(kind), kind == Coll::bcast ? root : -1, static_cast<uint64_t>(count)};
+    auto [it, fresh] = st.awp.try_emplace(key);
+    if (fresh)
+        it->second.bits = std::clamp<int>(awp_config(s).start_bits, plan->codec->bits_min, plan->codec->bits_max);
+    plan->awp = &it->second;
+    plan->params.bits = static_cast<uint8_t>(it->second.bits);
+}
+}  // namespace
+
+const AwpPreset *awp_preset(int preset) {
+    return preset >= 0 && preset < kPresetCustom ? &kPresets[preset] : nullptr;
+}
+
+AwpConfig awp_config(const Settings &s) {
+    AwpConfig c;
+    c.rule = static_cast<int>(s.awp_rule);
+    if (const AwpPreset *p = awp_preset(static_cast<int>(s.awp_preset))) {
+        c.threshold = p->threshold;
+        c.interval = p->interval;
+        c.step = p->step;
+        c.start_bits = p->start_bits;
+    } else {
+        c.threshold = s.awp_threshold;
+        c.interval = static_cast<int>(s.awp_interval);
+        c.step = static_cast<int>(s.awp_step);
+        c.start_bits = static_cast<int>(s.awp_start_bits);
+    }
+    return c;
+}
+
+Status policy_check_settings(const Settings &s, const std::bitset<kNumSettings> &named, std::string *err) {
+    if (const AwpPreset *p = awp_preset(static_cast<int>(s.awp_preset))) {
+        for (SettingId id : {SettingId::awp_threshold, SettingId::awp_interval, SettingId::awp_step,
+                             SettingId::awp_start_bits})
+            if (named[static_cast<int>(id)]) {
+                if (err) {
+                    char b[160];
+                    std::snprintf(b, sizeof b, " (T = %g, INTERVAL = %d, N = %d, start %d bits)", p->threshold,
+                                  p->interval, p->step, p->start_bits);
+                    *err = std::string("setting '") + kSettings[static_cast<int>(id)].name +
+                           "' applies only with awp_preset=custom; awp_preset=" + p->name +
+                           " fixes the constants of Zhuang et al." + b +
+                           ". Set awp_preset=custom to use your own, or drop the setting";
+                }
+                return Status::invalid_arg;
+            }
+    }
+    const AwpConfig c = awp_config(s);
+    if (c.rule == kRuleLegacyAbs && !(c.threshold > 0)) {
+        if (err)
+            *err = "awp_rule=legacy_abs compares |delta| with T, which never counts for T = " +
+                   std::to_string(c.threshold) + " <= 0: set awp_preset=custom and a positive awp_threshold";
+        return Status::invalid_arg;
+    }
+    return Status::ok;
+}
+
+void awp_update(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
+    ++a->calls;
+    if (cfg.rule == kRulePaper) awp_update_paper(a, norm, cfg, max_bits);
+    else awp_update_legacy_abs(a, norm, cfg, max_bits);
+}
+
+/* Stage 1 of a plan: the settings' codec and parameters; then the stages that adapt them
+ * per call (awp; a schedule of another parameter would be one more stage beside it). */
+Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan) {
     const Settings &s = st.settings;
     plan->codec = codec_by_id(s.codec);
     if (!plan->codec) return Status::invalid_arg;
@@ -124,25 +232,13 @@ Status policy_plan(CommState &st, Coll kind, const void *key_addr, size_t count,
     if (sch.kind != ThetaScheduleKind::none && (plan->codec->id == CodecId::topk || plan->codec->id == CodecId::fft_topk))
         plan->params.theta = static_cast<float>(theta_at(sch, st.sched.next(static_cast<int>(kind), count)));
     plan->awp = nullptr;
-    if (s.policy == policy_kind::awp && (plan->codec->flags & CODEC_ADAPTIVE_BITS)) {
-        if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear();
-        BufferKey key{reinterpret_cast<uintptr_t>(key_addr), count};
-        auto [it, fresh] = st.awp.try_emplace(key);
-        if (fresh) it->second.bits = static_cast<int>(std::clamp<int64_t>(s.awp_start_bits, plan->codec->bits_min,
-                                                                          plan->codec->bits_max));
-        plan->awp = &it->second;
-        plan->params.bits = static_cast<uint8_t>(it->second.bits);
-    }
+    plan_awp(st, kind, count, root, plan);
     return plan->codec->check(plan->params);
 }
 
-void policy_observe(CommState &st, const Plan &plan, const float *result, size_t n,
-                    double (*l2norm)(void *, const float *, size_t), void *ctx) {
+void policy_observe(CommState &st, const Plan &plan, double norm) {
     if (!plan.awp) return;
-    const Settings &s = st.settings;
-    double norm = l2norm(ctx, result, n);
-    awp_update(plan.awp, norm, s.awp_threshold, static_cast<int>(s.awp_interval), static_cast<int>(s.awp_step),
-               plan.codec->bits_max);
+    awp_update(plan.awp, norm, awp_config(st.settings), plan.codec->bits_max);
 }
 
 }  // namespace compmpi

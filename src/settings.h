@@ -57,6 +57,12 @@ constexpr int enum_value(SettingId id, const char *name) {
     return v < 0 ? throw "value not in the settings table" : v;
 }
 
+namespace cost_model_kind {
+inline constexpr int auto_ = enum_value(SettingId::cost_model, "auto");
+inline constexpr int on = enum_value(SettingId::cost_model, "on");
+inline constexpr int off = enum_value(SettingId::cost_model, "off");
+}  // namespace cost_model_kind
+
 namespace policy_kind {
 inline constexpr int static_ = enum_value(SettingId::policy, "static");
 inline constexpr int awp = enum_value(SettingId::policy, "awp");

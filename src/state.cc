@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "log.h"
+#include "policy.h"
 
 namespace compmpi {
 
@@ -78,6 +79,7 @@ Status state_global_init(std::string *err) {
     Settings s = settings_defaults();
     env.apply_to(&s);
     CMPI_CHECK(settings_validate(s, err));
+    CMPI_CHECK(policy_check_settings(s, env.set, err));
     g_env = env;
     g_settings = s;
     return Status::ok;
@@ -127,6 +129,7 @@ Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer
             return Status::invalid_arg;
         }
     CMPI_CHECK(settings_validate(s, err));
+    CMPI_CHECK(policy_check_settings(s, g_env.set | attr.set | hints.set, err));
     st->attr_layer = attr;
     st->hint_layer = hints;
     st->settings = s;

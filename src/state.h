@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "costmodel.h"
 #include "schedule.h"
 #include "settings.h"
 #include "status.h"
@@ -30,7 +31,9 @@ class Buffer {
     size_t cap_ = 0;
 };
 
-/* Per-buffer adaptive state, keyed by (address, count) within one communicator. */
+/* Error-feedback residuals are keyed by the rank's own buffer (address, count) within one
+ * communicator: a residual is this rank's own compression error, it never changes what any
+ * rank puts on the wire, so rank-local keys are safe (docs/design.md, "whose state"). */
 struct BufferKey {
     uintptr_t addr;
     uint64_t count;
@@ -39,16 +42,36 @@ struct BufferKey {
 struct BufferKeyHash {
     size_t operator()(const BufferKey &k) const { return std::hash<uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull ^ k.count); }
 };
+
+/* awp state decides the bit width, i.e. the bytes on the wire, so it is keyed only by what
+ * every rank of the communicator shares for a call: the collective, the element count as
+ * passed to MPI (allgather: recvcount) and the root (bcast; -1 otherwise). Never an address:
+ * ranks may pass different buffers to the same call (issue 14). */
+struct AwpKey {
+    int kind;   /* Coll */
+    int root;   /* bcast root, -1 for allreduce/allgather */
+    uint64_t count;
+    bool operator==(const AwpKey &o) const { return kind == o.kind && root == o.root && count == o.count; }
+};
+struct AwpKeyHash {
+    size_t operator()(const AwpKey &k) const {
+        return std::hash<uint64_t>()(k.count * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(k.kind) << 32) ^
+                                     static_cast<uint32_t>(k.root));
+    }
+};
+/* Zhuang et al., Algorithm 1, for one key: BitsPerLayer and IntervalCounter of the paper. */
 struct AwpState {
     int bits = 0;
-    int stalls = 0;      /* consecutive calls with relative norm change < T */
-    double last_norm = 0;
+    int counter = 0;     /* IntervalCounter: calls with delta < T (paper rule: cumulative) */
+    double last_norm = 0; /* |W_(b-1)| */
     bool have_norm = false;
     uint64_t calls = 0;
     uint64_t raises = 0;
 };
 
-/* Per-communicator cap on tracked buffers (awp, error feedback); beyond it a table restarts. */
+/* Per-communicator cap on tracked buffers (awp, error feedback); beyond it a table restarts.
+ * The awp table sees the same key sequence on every rank, so it restarts on every rank at
+ * the same call. */
 inline constexpr size_t kMaxTrackedBuffers = 4096;
 
 struct CommState {
@@ -60,11 +83,12 @@ struct CommState {
     Settings settings{};     /* resolved: defaults < env < attr < hints */
     bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
     uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
-    std::unordered_map<BufferKey, AwpState, BufferKeyHash> awp;
     ScheduleState sched; /* θ schedule: calls per collective shape (src/schedule.h) */
+    std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */
     Buffer ws_send, ws_recv, ws_aux_blob; /* host blob workspaces */
+    std::unique_ptr<CostModel> cost;      /* measured times (src/costmodel.h), created on first use */
     /* hierarchy (created on first use, freed with the state) */
     int hier_known = 0;                    /* 0 = not yet split */
     MPI_Comm hier_node = MPI_COMM_NULL, hier_leaders = MPI_COMM_NULL;

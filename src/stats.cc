@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "costmodel.h"
 #include "eligibility.h"
 
 namespace compmpi {
@@ -28,6 +29,7 @@ void stats_reset() {
         s.ns_encode = s.ns_decode = s.ns_comm = s.fallback_nonfinite = s.fallback_error = s.sparse_twophase = 0;
         for (auto &r : s.reason) r = 0;
     }
+    cost_stats_reset();
 }
 
 void stats_report(MPI_Comm world) {
@@ -43,8 +45,8 @@ void stats_report(MPI_Comm world) {
     }
     int rank = 0;
     PMPI_Comm_rank(world, &rank);
-    if (PMPI_Reduce(local, sum, nc * kFields, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS || rank != 0) return;
-    for (int c = 0; c < nc; ++c) {
+    if (PMPI_Reduce(local, sum, nc * kFields, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) return;
+    for (int c = 0; c < nc && rank == 0; ++c) {
         const uint64_t *v = sum[c];
         double ratio = v[3] ? static_cast<double>(v[4]) / static_cast<double>(v[3]) : 0.0;
         std::fprintf(stderr,
@@ -61,6 +63,7 @@ void stats_report(MPI_Comm world) {
             std::fprintf(stderr, "compmpi-stats-passthrough: coll=%s%s\n", coll_name(static_cast<Coll>(c)), reasons.c_str());
     }
     std::fflush(stderr);
+    cost_stats_report(world);
 }
 
 }  // namespace compmpi

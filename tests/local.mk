@@ -2,14 +2,17 @@
 UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
-check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy
-TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy
+check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel
+TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel
 tests_unit_test_codec_SOURCES = tests/unit/test_codec.cc tests/unit/testutil.h
 tests_unit_test_codec_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_codec_LDADD = $(UNIT_LDADD)
 tests_unit_test_settings_SOURCES = tests/unit/test_settings.cc tests/unit/testutil.h
 tests_unit_test_settings_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_settings_LDADD = $(UNIT_LDADD)
+tests_unit_test_costmodel_SOURCES = tests/unit/test_costmodel.cc tests/unit/testutil.h
+tests_unit_test_costmodel_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_costmodel_LDADD = $(UNIT_LDADD)
 tests_unit_test_policy_SOURCES = tests/unit/test_policy.cc tests/unit/testutil.h
 tests_unit_test_policy_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_policy_LDADD = $(UNIT_LDADD)
@@ -24,6 +27,7 @@ tests_fuzz_fuzz_blob_LDADD = libcompmpi_core.la
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
 	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
+MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel
 check_PROGRAMS += $(MPITEST_PROGS)
 tests_mpi_t_plain_passthrough_SOURCES = tests/mpi/t_plain_passthrough.c tests/mpi/mpitest.h
 tests_mpi_t_plain_compressed_SOURCES = tests/mpi/t_plain_compressed.c tests/mpi/mpitest.h
@@ -31,6 +35,8 @@ tests_mpi_t_plain_nonfinite_SOURCES = tests/mpi/t_plain_nonfinite.c tests/mpi/mp
 tests_mpi_t_plain_passthrough_LDADD = -lm
 tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
+tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
+tests_mpi_t_plain_awp_buffers_LDADD = -lm
 tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
 tests_mpi_t_compressed_LDADD = libcompmpi.la -lm
 tests_mpi_t_awp_SOURCES = tests/mpi/t_awp.c tests/mpi/mpitest.h
@@ -43,6 +49,9 @@ tests_mpi_t_sparse_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_codecs_SOURCES = tests/mpi/t_codecs.c tests/mpi/mpitest.h
 tests_mpi_t_codecs_LDADD = libcompmpi.la -lm
 tests_mpi_t_codecs_LDFLAGS = $(MPITEST_NOINSTALL)
+tests_mpi_t_costmodel_SOURCES = tests/mpi/t_costmodel.c tests/mpi/mpitest.h
+tests_mpi_t_costmodel_LDADD = libcompmpi.la -lm
+tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_ef_SOURCES = tests/mpi/t_ef.c tests/mpi/mpitest.h
 tests_mpi_t_ef_LDADD = libcompmpi.la -lm
 tests_mpi_t_threads_SOURCES = tests/mpi/t_threads.c tests/mpi/mpitest.h

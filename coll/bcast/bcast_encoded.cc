@@ -1,18 +1,28 @@
-/* Compressed bcast (ADT's weight transfer): encode once at the root, broadcast the blob,
- * decode everywhere -- the root too, so every rank holds the same bits.
+/* Compressed bcast (ADT's weight transfer, Zhuang et al. Section III): the root encodes its
+ * data once and broadcasts the blob; every other rank decodes it. The root's buffer is the
+ * fp32 master copy and is input only: it is never written (receivers hold the decoded
+ * copy, bit-identical among themselves).
  *
- *   root: blob = E(buf) ──PMPI_Bcast(blob, S bytes)──► every rank: buf = D(blob)
+ *   root: frame = E(buf) [+ |buf|] ──PMPI_Bcast(frame)──► receivers: buf = D(blob)
  *
- * S is the codec's worst case for n elements, which every rank computes from the agreed
- * plan. A flagged blob (NaN/Inf or an error at the root) reaches every rank, which returns
- * with buf untouched; the caller then broadcasts the raw data. */
+ * Frame = the blob (S bytes, S the codec's worst case for n elements, which every rank
+ * computes from the agreed plan) followed, when the awp policy tracks the call
+ * (root_norm != nullptr on every rank alike), by 8 bytes: the l2-norm of the root's fp32
+ * input as an IEEE double, little-endian. Every rank hands it to the policy, so the policy
+ * runs on the sender's norm (the paper's |W_b|) and decides alike everywhere.
+ * A flagged blob (NaN/Inf or an error at the root) reaches every rank, which returns with
+ * buf untouched; the caller then broadcasts the raw data. */
+#include <cmath>
+#include <cstring>
+
 #include "coll.h"
 
 namespace compmpi {
 
-Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root) {
+Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm) {
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
-    uint8_t *blob = c.st->ws_send.get(S);
+    const size_t F = S + (root_norm ? sizeof(double) : 0);
+    uint8_t *blob = c.st->ws_send.get(F);
     if (!blob) return Status::no_memory;
     if (c.rank == root) {
         ScopedTimer t(c.stats->ns_encode);
@@ -22,15 +32,25 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root) {
         if ((c.codec->flags & CODEC_SHARED_SCALE) && c.be->prepare(c.be_ctx, *c.codec, p, buf, n, &stat) == Status::ok)
             p.shared_scale = stat;
         coll_encode(c, p, buf, n, blob, S);
+        if (root_norm) {
+            const double norm = c.be->l2norm(c.be_ctx, buf, n);
+            std::memcpy(blob + S, &norm, sizeof norm);
+        }
     }
-    CMPI_CHECK(mpi_bcast_bytes(c, blob, S, root));
+    CMPI_CHECK(mpi_bcast_bytes(c, blob, F, root));
     if (c.rank == root) { /* what the root's data costs the tree: P-1 copies */
-        c.stats->bytes_wire += S * static_cast<size_t>(c.size - 1);
+        c.stats->bytes_wire += F * static_cast<size_t>(c.size - 1);
         c.stats->bytes_uncompressed_wire += n * sizeof(float) * static_cast<size_t>(c.size - 1);
     }
     BlobInfo info;
     CMPI_CHECK(blob_peek(blob, S, n, &info));
     CMPI_CHECK(coll_flag_status(info.flags));
+    if (root_norm) {
+        /* every rank holds the same bytes, so every rank reaches the same verdict */
+        std::memcpy(root_norm, blob + S, sizeof *root_norm);
+        if (!std::isfinite(*root_norm) || *root_norm < 0) return Status::corrupt;
+    }
+    if (c.rank == root) return Status::ok; /* the root's data is input: never written */
     ScopedTimer t(c.stats->ns_decode);
     return c.be->decode(c.be_ctx, blob, S, n, buf, false, c.params);
 }

@@ -56,6 +56,22 @@ static inline int mt_identical(const void *p, size_t bytes, MPI_Comm comm) {
     return r[0] == h && r[1] == ~h;
 }
 
+/* After a bcast from root: 1 if the root's buffer still holds orig bit for bit (the root's
+ * data is input and is never written) and every other rank holds the same bytes. */
+static inline int mt_bcast_ok(const void *buf, const void *orig, size_t bytes, int root, MPI_Comm comm) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    uint64_t mine[2] = {mt_hash(buf, bytes), rank == root ? (uint64_t)(memcmp(buf, orig, bytes) == 0) : 1};
+    uint64_t *all = (uint64_t *)malloc(2 * sizeof(uint64_t) * (size_t)size);
+    MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, comm);
+    int ok = all[2 * root + 1] == 1, first = root == 0 ? 1 : 0;
+    for (int r = 0; r < size; ++r)
+        if (r != root && first < size && all[2 * r] != all[2 * first]) ok = 0;
+    free(all);
+    return ok;
+}
+
 static inline int mt_finish(void) {
     int rank, total = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

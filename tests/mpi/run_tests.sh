@@ -36,6 +36,9 @@ while read -r line; do
             *) echo "testlist: unknown option '$o'"; exit 2 ;;
         esac
     done
+    # The tests exercise the compressed algorithms: the cost model (which would run most calls
+    # on shared memory exactly) is off unless a line sets COMPMPI_COST_MODEL itself.
+    [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(-genv COMPMPI_COST_MODEL off)
     case $mode in
         preload) genv+=(-genv LD_PRELOAD "$lib") ;;
         plain|link) ;;

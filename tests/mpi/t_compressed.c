@@ -54,8 +54,11 @@ static void check_bcast_allgather(MPI_Comm comm, size_t n, int bits, uint64_t se
     double eps = bits == 32 ? 0 : bits == 8 ? 0.75 : ldexp(1.0, -(bits - 9));
     int root = (int)(seed % P);
     mt_fill(x, n, seed, R);
+    float *x0 = malloc(n * sizeof(float));
+    memcpy(x0, x, n * sizeof(float));
     MPI_Bcast(x, (int)n, MPI_FLOAT, root, comm);
-    MT_CHECK(mt_identical(x, n * sizeof(float), comm), "bcast: ranks differ");
+    MT_CHECK(mt_bcast_ok(x, x0, n * sizeof(float), root, comm), "bcast: root's buffer written or receivers differ");
+    free(x0);
     size_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
         float v = mt_value(seed, root, i);

@@ -21,7 +21,8 @@ void given_defaults_when_validating_expect_ok(void **) {
     std::string err;
     assert_int_equal(static_cast<int>(settings_validate(s, &err)), 0);
     assert_int_equal(s.policy, policy_kind::awp);
-    assert_int_equal(s.min_bytes, 96 * 1024);
+    assert_int_equal(s.min_bytes, 4 * 1024); /* a floor: the cost model decides above it */
+    assert_int_equal(s.cost_model, cost_model_kind::auto_);
     assert_true(s.collectives == 7u);
 }
 

@@ -1,0 +1,127 @@
+#include "costmodel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+
+#include "state.h"
+
+namespace compmpi {
+
+namespace {
+
+/* Per (collective, class) counters; doubles kept as nanoseconds in integers so they can be
+ * atomics without a lock. */
+struct ClassStats {
+    std::atomic<uint64_t> comp{0}, plain{0}, explore{0};
+    std::atomic<uint64_t> ns_pred{0}, ns_meas{0};   /* decided calls only */
+};
+ClassStats g_cls[static_cast<int>(Coll::count_)][kCostClasses];
+
+/* A class time scaled to `bytes` (linear within a class; samples are stored scaled to the
+ * class's lower bound). */
+double scaled(double t_class, int cls, size_t bytes) { return t_class * static_cast<double>(bytes) / std::ldexp(1.0, cls); }
+
+}  // namespace
+
+int cost_size_class(size_t bytes) {
+    int c = 0;
+    while (c + 1 < kCostClasses && (bytes >> (c + 1)) != 0) ++c;
+    return c;
+}
+
+CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int bits, double margin,
+                         double *predicted_s) {
+    *predicted_s = 0;
+    if (!st.cost) st.cost = std::make_unique<CostModel>();
+    const int cls = cost_size_class(bytes);
+    CostEntry &e = st.cost->entries[{static_cast<int>(kind), cls, codec, bits}];
+    /* alternate plain and compressed samples so slow first calls (connection set-up, page
+     * faults in fresh buffers) do not all land on one side */
+    if (e.n_plain < kCostSamples || e.n_comp < kCostSamples)
+        return e.n_plain <= e.n_comp ? CostDecision::explore_plain : CostDecision::explore_comp;
+    if (e.max_comp < e.min_plain * (1.0 - margin)) {
+        *predicted_s = scaled(e.sum_comp / e.n_comp, cls, bytes);
+        return CostDecision::compress;
+    }
+    *predicted_s = scaled(e.sum_plain / e.n_plain, cls, bytes);
+    return CostDecision::plain;
+}
+
+int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
+                double local_s) {
+    double t = local_s;
+    int rc = PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) return rc;
+    cost_learn(st, kind, bytes, codec, bits, d, t);
+    return MPI_SUCCESS;
+}
+
+void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t) {
+    if (!st.cost) st.cost = std::make_unique<CostModel>();
+    const int cls = cost_size_class(bytes);
+    CostEntry &e = st.cost->entries[{static_cast<int>(kind), cls, codec, bits}];
+    const double at_class = t * std::ldexp(1.0, cls) / static_cast<double>(std::max<size_t>(bytes, 1));
+    const bool plain = d == CostDecision::explore_plain;
+    double &sum = plain ? e.sum_plain : e.sum_comp, &lo = plain ? e.min_plain : e.min_comp,
+           &hi = plain ? e.max_plain : e.max_comp;
+    int &cnt = plain ? e.n_plain : e.n_comp;
+    lo = cnt ? std::min(lo, at_class) : at_class;
+    hi = cnt ? std::max(hi, at_class) : at_class;
+    sum += at_class;
+    ++cnt;
+    g_cls[static_cast<int>(kind)][cls].explore++;
+}
+
+void cost_stats_add(Coll kind, size_t bytes, CostDecision d, double predicted_s, double measured_s) {
+    ClassStats &s = g_cls[static_cast<int>(kind)][cost_size_class(bytes)];
+    (d == CostDecision::compress ? s.comp : s.plain)++;
+    s.ns_pred += static_cast<uint64_t>(predicted_s * 1e9);
+    s.ns_meas += static_cast<uint64_t>(measured_s * 1e9);
+}
+
+void cost_stats_reset() {
+    for (auto &row : g_cls)
+        for (ClassStats &s : row) s.comp = s.plain = s.explore = s.ns_pred = s.ns_meas = 0;
+}
+
+void cost_stats_report(MPI_Comm world) {
+    constexpr int nc = static_cast<int>(Coll::count_), kF = 5;
+    static uint64_t local[nc][kCostClasses][kF], sum[nc][kCostClasses][kF];
+    for (int c = 0; c < nc; ++c)
+        for (int k = 0; k < kCostClasses; ++k) {
+            const ClassStats &s = g_cls[c][k];
+            uint64_t v[kF] = {s.comp, s.plain, s.explore, s.ns_pred, s.ns_meas};
+            for (int f = 0; f < kF; ++f) local[c][k][f] = v[f];
+        }
+    int rank = 0, size = 1;
+    PMPI_Comm_rank(world, &rank);
+    PMPI_Comm_size(world, &size);
+    if (PMPI_Reduce(local, sum, nc * kCostClasses * kF, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS || rank != 0)
+        return;
+    for (int c = 0; c < nc; ++c)
+        for (int k = 0; k < kCostClasses; ++k) {
+            const uint64_t *v = sum[c][k];
+            const uint64_t decided = v[0] + v[1];
+            if (!decided && !v[2]) continue;
+            /* per-rank means: every rank counts each call once */
+            const double calls = static_cast<double>(decided) / size;
+            const double pred = v[3] * 1e-9 / size, meas = v[4] * 1e-9 / size;
+            const double err = meas > 0 ? (pred - meas) / meas : 0;
+            char cls[32];
+            const double b = std::ldexp(1.0, k);
+            if (b >= 1 << 20) std::snprintf(cls, sizeof cls, "%gMiB", b / (1 << 20));
+            else if (b >= 1 << 10) std::snprintf(cls, sizeof cls, "%gKiB", b / (1 << 10));
+            else std::snprintf(cls, sizeof cls, "%gB", b);
+            std::fprintf(stderr,
+                         "compmpi-stats-model: coll=%s class=%s compressed=%llu exact=%llu explored=%llu "
+                         "predicted_s=%.6f measured_s=%.6f model_error=%+.1f%%\n",
+                         coll_name(static_cast<Coll>(c)), cls, (unsigned long long)(v[0] / size),
+                         (unsigned long long)(v[1] / size), (unsigned long long)(v[2] / size), pred, meas,
+                         calls > 0 ? 100.0 * err : 0.0);
+        }
+    std::fflush(stderr);
+}
+
+}  // namespace compmpi

@@ -1,0 +1,88 @@
+/* The cost model: decides per call whether compressing pays, from times measured on this
+ * communicator, so that preloading libcompmpi never makes a program slower.
+ *
+ * What it measures. For every (collective, size class, plan) it keeps the times of the exact
+ * PMPI collective and of the compressed algorithm for that plan (codec, width), from
+ * `kCostSamples` timed calls each of that size class. A size class is a power-of-two
+ * bucket of the per-rank payload (bytes in [2^k, 2^(k+1))); times are scaled linearly to the
+ * call's size within its class. The time of one call is the slowest rank's (an agreement
+ * PMPI_Allreduce(MAX) of one double after each timed call), so these are collective times
+ * and every rank holds the same numbers: every decision made from them is identical on all
+ * ranks by construction.
+ *
+ * How it decides. The first calls of a class explore: plain, compressed, plain, compressed
+ * (real calls of the application, exact or compressed as usual; nothing synthetic is sent).
+ * After that, the plan runs compressed only if its SLOWEST sample beat the exact
+ * collective's FASTEST sample by the margin `cost_margin` (on a noisy machine compression
+ * must win consistently; where it only sometimes wins, the exact collective is the safe
+ * choice), else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed locally and the prediction
+ * and the measurement are added to the statistics (COMPMPI_STATS: compmpi-stats-model lines),
+ * with no extra message. Why measured end to end rather than from link and codec speeds
+ * alone: the exact collective's time on shared memory or on a given network is whatever the
+ * MPI's algorithm selection makes it, and codecs slow down when the cores are shared; the
+ * components (achieved MPI bandwidth bytes/t_plain, codec GB/s from t_encode/t_decode) are
+ * derived from the same measurements and printed beside the decision (docs/design.md).
+ *
+ * Scope: host buffers of the flat algorithms (two-phase, sparse, bcast, allgather); device
+ * buffers and the hierarchical allreduce are always compressed when eligible (docs). */
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include <mpi.h>
+
+#include "stats.h"
+
+namespace compmpi {
+
+struct CommState;
+
+enum class CostDecision : int {
+    compress,      /* the model predicts compression pays */
+    plain,         /* the model predicts the exact collective is faster */
+    explore_plain, /* measuring: run exactly and time it (agreed) */
+    explore_comp,  /* measuring: run compressed and time it (agreed) */
+};
+inline bool cost_explores(CostDecision d) { return d == CostDecision::explore_plain || d == CostDecision::explore_comp; }
+inline bool cost_runs_plain(CostDecision d) { return d == CostDecision::plain || d == CostDecision::explore_plain; }
+
+/* What one entry knows: collective times in seconds for the class's lower bound size. */
+struct CostEntry {
+    /* sums, minima and maxima over samples, scaled to 2^class bytes */
+    double sum_plain = 0, min_plain = 0, max_plain = 0;
+    double sum_comp = 0, min_comp = 0, max_comp = 0;
+    int n_plain = 0, n_comp = 0;
+};
+
+inline constexpr int kCostSamples = 2;
+inline constexpr int kCostClasses = 48;
+
+struct CostModel {
+    /* (collective, size class, codec id, bits) -> entry */
+    std::map<std::tuple<int, int, int, int>, CostEntry> entries;
+};
+
+/* Size class of a payload: floor(log2(bytes)). */
+int cost_size_class(size_t bytes);
+
+/* The decision for one eligible call on host buffers; *predicted_s is the predicted time of
+ * the chosen path (0 while exploring). Caller holds st.mu; identical on every rank. */
+CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int bits, double margin,
+                         double *predicted_s);
+
+/* After a call the model asked to explore: agree on the slowest rank's time (collective over
+ * comm) and learn it. Returns the MPI error code of the agreement (MPI_SUCCESS normally). */
+int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
+                double local_s);
+/* The learning step alone, given the agreed time (unit tests drive the model with it). */
+void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double agreed_s);
+
+/* Statistics per (collective, size class): decided calls and their predicted and measured
+ * times, printed by stats_report (compmpi-stats-model lines). Process-wide, lock-free. */
+void cost_stats_add(Coll kind, size_t bytes, CostDecision d, double predicted_s, double measured_s);
+void cost_stats_report(MPI_Comm world);
+void cost_stats_reset();
+
+}  // namespace compmpi

@@ -1,0 +1,122 @@
+/* The cost model's decisions (src/costmodel.h), driven with agreed times directly. */
+#include "costmodel.h"
+#include "state.h"
+#include "testutil.h"
+
+using namespace compmpi;
+
+namespace {
+
+constexpr int kBitpack = 1, kQ8 = 4; /* kernels/codecs.def */
+
+/* Explore in the order plain, compressed, plain, compressed; then decide: compress only if the
+ * slowest compressed sample beat the fastest exact one by the margin. */
+void given_new_class_when_deciding_expect_alternating_exploration_then_decision(void **) {
+    CommState st;
+    const size_t bytes = 1 << 20;
+    double pred = -1;
+    const double t[] = {1.0e-3, 0.5e-3, 0.8e-3, 0.6e-3};
+    const CostDecision want[] = {CostDecision::explore_plain, CostDecision::explore_comp, CostDecision::explore_plain,
+                                 CostDecision::explore_comp};
+    for (int i = 0; i < 4; ++i) {
+        CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
+        assert_int_equal(static_cast<int>(d), static_cast<int>(want[i]));
+        assert_true(pred == 0.0);
+        cost_learn(st, Coll::allreduce, bytes, kBitpack, 8, d, t[i]);
+    }
+    /* max(comp) = 0.6 ms < 0.95 * min(plain) = 0.76 ms: compress, predicted mean(comp) = 0.55 ms */
+    CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
+    assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::compress));
+    assert_float_equal(pred, 0.55e-3, 1e-12);
+    /* decisions are frozen: the same again */
+    d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
+    assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::compress));
+}
+
+void drive(CommState &st, Coll k, size_t bytes, int codec, int bits, double tp, double tc) {
+    double pred;
+    for (int i = 0; i < 2 * kCostSamples; ++i) {
+        CostDecision d = cost_decide(st, k, bytes, codec, bits, 0.05, &pred);
+        assert_true(cost_explores(d));
+        cost_learn(st, k, bytes, codec, bits, d, d == CostDecision::explore_plain ? tp : tc);
+    }
+}
+
+/* Compression must be faster by the margin, else the exact collective runs. */
+void given_compression_within_margin_when_deciding_expect_exact(void **) {
+    CommState st;
+    drive(st, Coll::bcast, 65536, kBitpack, 16, 1.0e-3, 0.96e-3); /* 4% faster: below the 5% margin */
+    double pred;
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, 65536, kBitpack, 16, 0.05, &pred)),
+                     static_cast<int>(CostDecision::plain));
+    assert_float_equal(pred, 1.0e-3, 1e-12);
+    /* with no margin the 4% gain is taken */
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, 65536, kBitpack, 16, 0.0, &pred)),
+                     static_cast<int>(CostDecision::compress));
+}
+
+/* Times scale linearly with bytes inside a class; classes, collectives, codecs and widths
+ * are separate entries (a new width explores again). */
+void given_other_size_or_plan_when_deciding_expect_scaled_or_separate(void **) {
+    CommState st;
+    drive(st, Coll::allreduce, 1 << 20, kBitpack, 8, 2.0e-3, 1.0e-3);
+    double pred;
+    /* 1.5 MiB is in the 1 MiB class: predicted 1.5 ms */
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, 3 << 19, kBitpack, 8, 0.05, &pred)),
+                     static_cast<int>(CostDecision::compress));
+    assert_float_equal(pred, 1.5e-3, 1e-12);
+    assert_true(cost_explores(cost_decide(st, Coll::allreduce, 1 << 21, kBitpack, 8, 0.05, &pred)));
+    assert_true(cost_explores(cost_decide(st, Coll::allreduce, 1 << 20, kBitpack, 16, 0.05, &pred)));
+    assert_true(cost_explores(cost_decide(st, Coll::allreduce, 1 << 20, kQ8, 8, 0.05, &pred)));
+    assert_true(cost_explores(cost_decide(st, Coll::allgather, 1 << 20, kBitpack, 8, 0.05, &pred)));
+}
+
+/* A slow first exact call (connection set-up) does not make compression look good: the
+ * fastest exact sample is what compression must beat; the prediction is the samples' mean. */
+void given_slow_first_sample_when_learning_expect_minimum(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 4096;
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 50e-3); /* first call: set-up */
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 3e-5);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 1e-5);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 4e-5);
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred)),
+                     static_cast<int>(CostDecision::plain));
+    assert_float_equal(pred, (50e-3 + 1e-5) / 2, 1e-12);
+}
+
+/* Compression that wins only sometimes (noise) is not taken. */
+void given_overlapping_samples_when_deciding_expect_exact(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 16;
+    cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_plain, 2e-4);
+    cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_comp, 1e-4);
+    cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_plain, 2e-4);
+    cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_comp, 3e-4);
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allgather, b, kBitpack, 8, 0.05, &pred)),
+                     static_cast<int>(CostDecision::plain));
+}
+
+void given_sizes_when_classifying_expect_floor_log2(void **) {
+    assert_int_equal(cost_size_class(1), 0);
+    assert_int_equal(cost_size_class(4096), 12);
+    assert_int_equal(cost_size_class(8191), 12);
+    assert_int_equal(cost_size_class(8192), 13);
+    assert_int_equal(cost_size_class(size_t(1) << 40), 40);
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(given_new_class_when_deciding_expect_alternating_exploration_then_decision),
+        cmocka_unit_test(given_compression_within_margin_when_deciding_expect_exact),
+        cmocka_unit_test(given_other_size_or_plan_when_deciding_expect_scaled_or_separate),
+        cmocka_unit_test(given_slow_first_sample_when_learning_expect_minimum),
+        cmocka_unit_test(given_overlapping_samples_when_deciding_expect_exact),
+        cmocka_unit_test(given_sizes_when_classifying_expect_floor_log2),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Predicted allreduce times at scale (docs/design.md, "Scale on paper").
+
+The same reasoning as the cost model and the FFT paper's eq. 4 (Wang et al., Section 3.3):
+time = latency terms + bytes on the busiest link / link bandwidth + codec time. Nothing here is
+measured: link figures are the nominal rates named below, codec throughputs are published or
+assumed figures, each labelled where it is used. Run:  python3 tools/scale_model.py
+"""
+import math
+
+ALPHA = 2e-6  # s per message: a typical InfiniBand/RoCE MPI latency (assumed, not measured here)
+
+# Codec throughputs on a GPU, bytes of fp32 input per second.
+#  - 'published': the FFT paper's top-k selection on a V100, 34 GB/s (Section 3.1);
+#  - 'assumed': memory-bound kernels (bitpack, q8) at 50% of an H100's published 3.35 TB/s HBM3
+#    bandwidth, the target of issue 13 (not measured: no GPU ran these kernels yet).
+CODECS = {
+    # name: (compression ratio k, encode B/s, decode B/s, label)
+    "bitpack16": (2.0, 0.5 * 3.35e12, 0.5 * 3.35e12, "assumed: 50% of H100 HBM3 3.35 TB/s"),
+    "q8": (4.0, 0.5 * 3.35e12, 0.5 * 3.35e12, "assumed: 50% of H100 HBM3 3.35 TB/s"),
+    "terngrad": (16.0, 0.3 * 3.35e12, 0.3 * 3.35e12, "assumed: 30% of H100 HBM3 (stochastic rounding)"),
+    "topk(15%)": (3.3, 34e9, 0.5 * 3.35e12, "published: top-k selection 34 GB/s on V100 (Wang et al.)"),
+}
+
+
+def ring_plain(P, M, B):
+    """MPI's ring / Rabenseifner allreduce: reduce-scatter + allgather, 2(P-1) steps."""
+    return 2 * (P - 1) * ALPHA + 2 * (P - 1) / P * M / B
+
+
+def recdbl_plain(P, M, B):
+    """Recursive doubling: log2 P steps, the whole buffer each step (small messages)."""
+    return math.ceil(math.log2(P)) * (ALPHA + M / B)
+
+
+def halving_doubling_plain(P, M, B):
+    """Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather."""
+    return 2 * math.ceil(math.log2(P)) * ALPHA + 2 * (P - 1) / P * M / B
+
+
+def codec_time(P, M, enc, dec):
+    # two-phase: encode everything once, decode P-1 chunks, re-encode the owned chunk, decode P chunks
+    return M * (1 + 1 / P) / enc + M * (2 - 1 / P) / dec
+
+
+def twophase_alltoall(P, M, B, k, enc, dec, k2=None):
+    """libcompmpi today: alltoall of compressed chunks (P-1 messages per rank at once), sum,
+    allgather of compressed sums (ratio k2; MPI's allgather: ring, P-1 steps)."""
+    k2 = k2 or k
+    comm = (P - 1) * ALPHA + (P - 1) / P * M / (k * B)   # alltoall
+    comm += (P - 1) * ALPHA + (P - 1) / P * M / (k2 * B)  # ring allgather
+    return comm + codec_time(P, M, enc, dec)
+
+
+def ring_compressed(P, M, B, k, enc, dec):
+    """Ring reduce-scatter with a quantised payload per step (decode-add-encode each of the P-1
+    steps: P-1 extra quantisations unless the sum travels exactly) + compressed ring allgather."""
+    comm = 2 * (P - 1) * ALPHA + 2 * (P - 1) / P * M / (k * B)
+    codec = M / enc + (P - 1) / P * M * (1 / enc + 1 / dec) + M / dec
+    return comm + codec
+
+
+def halving_doubling_compressed(P, M, B, k, enc, dec):
+    """Rabenseifner's order with compressed payloads: reduce-scatter by recursive halving
+    (log2 P steps, decode-add-encode of a halved buffer each step) + allgather by recursive
+    doubling. Not implemented in libcompmpi yet: the algorithm the model says comes next."""
+    steps = math.ceil(math.log2(P))
+    comm = 2 * steps * ALPHA + 2 * (P - 1) / P * M / (k * B)
+    codec = M / enc + (P - 1) / P * M * (1 / enc + 1 / dec) + M / dec
+    return comm + codec
+
+
+def sparse_allgather(P, M, B, k, enc, dec):
+    """Allgather of every rank's compressed buffer (sparsifiers): P-1 buffers arrive at each rank."""
+    return (P - 1) * ALPHA + (P - 1) * M / (k * B) + M / enc + (P - 1) * M / dec
+
+
+def k_sum(c, P, k):
+    """Compression ratio of a payload carrying a sum over P ranks: terngrad's sum of P ternaries
+    travels exactly in ceil(log2(2P+1)) bits; the other codecs re-encode the sum at their width."""
+    return 32.0 / math.ceil(math.log2(2 * P + 1)) if c == "terngrad" else k
+
+
+def main():
+    sizes = [("4 MiB", 4 << 20), ("100 MiB", 100 << 20)]
+    links = [("100 Gbit/s", 100e9 / 8), ("400 Gbit/s", 400e9 / 8)]
+    ranks = [16, 64, 256, 1024]
+    print("Predicted allreduce time (ms); speedup over the best uncompressed algorithm in brackets.")
+    print("Codec throughputs: " + "; ".join(f"{n}: {lab}" for n, (_, _, _, lab) in CODECS.items()) + ".")
+    print(f"Latency per message {ALPHA * 1e6:.0f} us (assumed). Payloads that carry partial sums (phase 2 of "
+          "two-phase, every step of ring and halving-doubling) use the codec's width for sums: terngrad's "
+          "exact sum of P ternaries needs ceil(log2(2P+1)) bits.\n")
+    for lname, B in links:
+        for sname, M in sizes:
+            print(f"#### {sname} per rank, {lname}\n")
+            print("| ranks | exact: ring / rec. doubling / halving-doubling | " + " | ".join(
+                f"{c}: two-phase / ring / halving-doubling / allgather" for c in CODECS) + " | best |")
+            print("| --- | --- | " + " | ".join("---" for _ in CODECS) + " | --- |")
+            for P in ranks:
+                plain = {"ring": ring_plain(P, M, B), "recursive doubling": recdbl_plain(P, M, B),
+                         "halving-doubling": halving_doubling_plain(P, M, B)}
+                bname = min(plain, key=plain.get)
+                base = plain[bname]
+                best = ("exact, " + bname, base)
+                cells = []
+                for c, (k, enc, dec, _) in CODECS.items():
+                    ks = k_sum(c, P, k)
+                    a = twophase_alltoall(P, M, B, k, enc, dec, ks)
+                    r = ring_compressed(P, M, B, ks, enc, dec)
+                    h = halving_doubling_compressed(P, M, B, ks, enc, dec)
+                    g = sparse_allgather(P, M, B, k, enc, dec)
+                    cells.append(" / ".join(f"{t * 1e3:.2f} ({base / t:.1f}x)" for t in (a, r, h, g)))
+                    for name, t in (("two-phase", a), ("ring", r), ("halving-doubling", h), ("allgather", g)):
+                        if t < best[1]:
+                            best = (f"{c} {name}", t)
+                print(f"| {P} | " + " / ".join(f"{t * 1e3:.2f}" for t in plain.values()) + " | " + " | ".join(cells) +
+                      f" | {best[0]} ({base / best[1]:.1f}x) |")
+            print()
+
+
+if __name__ == "__main__":
+    main()
