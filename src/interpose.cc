@@ -14,6 +14,7 @@
 #include "cuda_loader.h"
 #include "eligibility.h"
 #include "log.h"
+#include "mpi_family.h"
 #include "policy.h"
 #include "runtime.h"
 #include "state.h"
@@ -126,7 +127,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
 
 /* The exact path; device buffers go through host copies unless MPI is CUDA-aware. */
 int run_exact(const CollArgs &a, const CommState &st, const CudaModule *m) {
-    return m ? with_host_copies(a, st, *m, passthrough) : passthrough(a);
+    return m && !mpi_cuda_aware() ? with_host_copies(a, st, *m, passthrough) : passthrough(a);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -341,12 +342,14 @@ int apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
 using namespace compmpi;
 
 COMPMPI_EXPORT int MPI_Init(int *argc, char ***argv) {
+    mpi_family_check("MPI_Init"); /* before anything reaches an MPI of the wrong family */
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) runtime_init();
     return rc;
 }
 
 COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    mpi_family_check("MPI_Init_thread"); /* mpi4py: its MPI was dlopen()ed after our load-time check */
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) runtime_init();
     return rc;

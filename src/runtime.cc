@@ -9,6 +9,7 @@
 #include <string>
 
 #include "log.h"
+#include "mpi_family.h"
 #include "simd.h"
 #include "state.h"
 #include "stats.h"
@@ -76,6 +77,7 @@ void runtime_init() {
         simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
                    : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads());
+    mpi_cuda_aware_init();
     if (state_keyval_create() != Status::ok) {
         log_error("could not create the communicator attribute; libcompmpi passes every call through");
         return;
@@ -85,6 +87,8 @@ void runtime_init() {
     if (s.print_config && rank == 0) {
         settings_print(stderr, s, "process, from defaults and COMPMPI_* variables");
         std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
+        std::fprintf(stderr, "  (built for %s: %s; CUDA-aware MPI: %s)\n", mpi_family_name(mpi_family_built()),
+                     mpi_family_describe().c_str(), mpi_cuda_aware() ? "yes" : "no");
     }
     g_active.store(true, std::memory_order_release);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "log.h"
+#include "mpi_family.h"
 #include "policy.h"
 
 namespace compmpi {
@@ -180,9 +181,9 @@ Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err) {
         }
         int len = 0, flag = 0;
         char dummy[1];
-        if (PMPI_Info_get_string(info, key, &len, dummy, &flag) != MPI_SUCCESS || !flag) return Status::mpi_error;
+        if (mpi_info_get_string(info, key, &len, dummy, &flag) != MPI_SUCCESS || !flag) return Status::mpi_error;
         std::vector<char> val(static_cast<size_t>(len) + 1);
-        if (PMPI_Info_get_string(info, key, &len, val.data(), &flag) != MPI_SUCCESS) return Status::mpi_error;
+        if (mpi_info_get_string(info, key, &len, val.data(), &flag) != MPI_SUCCESS) return Status::mpi_error;
         CMPI_CHECK(setting_parse(id, val.data(), &layer->values, err));
         layer->set[static_cast<int>(id)] = true;
     }

@@ -38,31 +38,32 @@ tests_mpi_t_plain_nonfinite_LDADD = -lm
 tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
 tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
-tests_mpi_t_compressed_LDADD = libcompmpi.la -lm
+tests_mpi_t_compressed_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_awp_SOURCES = tests/mpi/t_awp.c tests/mpi/mpitest.h
-tests_mpi_t_awp_LDADD = libcompmpi.la -lm
+tests_mpi_t_awp_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_hints_SOURCES = tests/mpi/t_hints.c tests/mpi/mpitest.h
-tests_mpi_t_hints_LDADD = libcompmpi.la -lm
+tests_mpi_t_hints_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_sparse_SOURCES = tests/mpi/t_sparse.c tests/mpi/mpitest.h
-tests_mpi_t_sparse_LDADD = libcompmpi.la -lm
+tests_mpi_t_sparse_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_sparse_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_codecs_SOURCES = tests/mpi/t_codecs.c tests/mpi/mpitest.h
-tests_mpi_t_codecs_LDADD = libcompmpi.la -lm
+tests_mpi_t_codecs_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_codecs_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_costmodel_SOURCES = tests/mpi/t_costmodel.c tests/mpi/mpitest.h
 tests_mpi_t_costmodel_LDADD = libcompmpi.la -lm
 tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_ef_SOURCES = tests/mpi/t_ef.c tests/mpi/mpitest.h
-tests_mpi_t_ef_LDADD = libcompmpi.la -lm
+tests_mpi_t_ef_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_threads_SOURCES = tests/mpi/t_threads.c tests/mpi/mpitest.h
-tests_mpi_t_threads_LDADD = libcompmpi.la -lm
+tests_mpi_t_threads_LDADD = $(COMPMPI_LA) -lm
 
-EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/check_docs.sh
+EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh
 
 # make check: unit tests through automake's harness, then the MPI test list, then the
 # docs/settings consistency check.
 TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh
-TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)'; export top_builddir top_srcdir MPIEXEC;
+TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
+	MPI_FAMILY=$(MPI_FAMILY) COMPMPI_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY COMPMPI_LIBNAME;
 EXTRA_DIST += tests/mpi/valgrind.supp
 MPITEST_NOINSTALL = -no-install
 tests_mpi_t_compressed_LDFLAGS = $(MPITEST_NOINSTALL)
