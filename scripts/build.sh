@@ -12,4 +12,4 @@ if [ ! -f Makefile ] || [ ../configure -nt config.status ]; then
     sed -n '/libcompmpi [0-9]/,$p' configure.out
 fi
 make -j"$(nproc)" >make.out 2>&1 || { grep -E "error|Error" -A5 make.out | head -60; exit 1; }
-echo "build: $PWD/.libs/libcompmpi.so"
+echo "build: $PWD/.libs/$(sed -n 's/^COMPMPI_LIBNAME = //p' Makefile).so"

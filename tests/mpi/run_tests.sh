@@ -1,56 +1,83 @@
 #!/usr/bin/env bash
 # Run the MPI test list (tests/mpi/testlist). Prints one line per run and a closing
 # "N passed, N failed". Environment: top_builddir, top_srcdir (set by make check),
-# MPIEXEC (default mpiexec.mpich), MPI_TEST_FILTER (regex on the line), MPI_TEST_TIMEOUT (s).
+# MPI_FAMILY (mpich | openmpi; set by make check, else read from MPIEXEC --version),
+# MPIEXEC (default mpiexec.<family>), COMPMPI_LIBNAME (default: the family's),
+# MPI_TEST_FILTER (regex on the line), MPI_TEST_SKIP (regex: matching lines print SKIP with
+# the reason MPI_TEST_SKIP_WHY), MPI_TEST_TIMEOUT (s).
+# Launcher differences (MPICH hydra / Open MPI) live in tests/mpi/launch.sh.
 set -u
 set -f  # testlist options hold regex brackets: no globbing
 top_builddir=${top_builddir:-$(pwd)}
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-MPIEXEC=${MPIEXEC:-mpiexec.mpich}
+. "$top_srcdir/tests/mpi/launch.sh"
+if [ -z "${MPI_FAMILY:-}" ]; then
+    MPI_FAMILY=$(mpi_family_of_launcher "${MPIEXEC:-mpiexec.mpich}")
+    [ "$MPI_FAMILY" = unknown ] && { echo "run_tests.sh: cannot tell the MPI family of ${MPIEXEC:-mpiexec.mpich}: set MPI_FAMILY"; exit 2; }
+fi
+mpi_launch_init "$MPI_FAMILY" "${MPIEXEC:-}" || exit 2
+MPIEXEC=$MPI_LAUNCHER
 timeout_s=${MPI_TEST_TIMEOUT:-600}
-lib="$top_builddir/.libs/libcompmpi.so"
+if [ -z "${COMPMPI_LIBNAME:-}" ]; then
+    COMPMPI_LIBNAME=libcompmpi
+    [ "$MPI_FAMILY" = openmpi ] && COMPMPI_LIBNAME=libcompmpi_openmpi
+fi
+lib="$top_builddir/.libs/$COMPMPI_LIBNAME.so"
 list="$top_srcdir/tests/mpi/testlist"
-supp="$top_srcdir/tests/mpi/valgrind.supp"
+supp=("--suppressions=$top_srcdir/tests/mpi/valgrind.supp")
+if [ "$MPI_FAMILY" = openmpi ]; then
+    supp+=("--suppressions=$top_srcdir/tests/mpi/valgrind-openmpi.supp")
+    [ -f /usr/share/openmpi/openmpi-valgrind.supp ] && supp+=(--suppressions=/usr/share/openmpi/openmpi-valgrind.supp)
+fi
 logdir="$top_builddir/tests/mpi/logs"
 mkdir -p "$logdir"
 # The tests set what they need; a developer's own COMPMPI_* must not leak in.
 for v in $(env | sed -n 's/^\(COMPMPI_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
-pass=0 fail=0 idx=0
+echo "mpi tests: $MPI_FAMILY, launcher $MPIEXEC, library $lib"
+pass=0 fail=0 skip=0 idx=0
 while read -r line; do
     line=${line%%#*}
     [ -z "${line// /}" ] && continue
     if [ -n "${MPI_TEST_FILTER:-}" ] && ! [[ $line =~ $MPI_TEST_FILTER ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=()
+    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=() only=""
     for o in $opts; do
         case $o in
-            rank0:*) kv=${o#rank0:}; rank0+=(-env "${kv%%=*}" "${kv#*=}") ;;
+            only:*) only=${o#only:} ;;
+            rank0:*) rank0+=("${o#rank0:}") ;;
             arg:*) args+=("${o#arg:}") ;;
             expect_fail) expect_fail=1 ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
             valgrind) wrap=(valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
-                            --show-leak-kinds=definite --suppressions="$supp" --num-callers=30) ;;
-            *=*) genv+=(-genv "${o%%=*}" "${o#*=}") ;;
+                            --show-leak-kinds=definite "${supp[@]}" --num-callers=30) ;;
+            *=*) genv+=("$o") ;;
             *) echo "testlist: unknown option '$o'"; exit 2 ;;
         esac
     done
+    if [ -n "$only" ] && [ "$only" != "$MPI_FAMILY" ]; then
+        skip=$((skip + 1)); printf 'SKIP  %-22s np=%s %-7s %-60s (only:%s, this run is %s)\n' "$prog" "$np" "$mode" "$opts" "$only" "$MPI_FAMILY"
+        continue
+    fi
+    # a caller's subset (scripts/test-openmpi.sh): skipped visibly, with its reason
+    if [ -n "${MPI_TEST_SKIP:-}" ] && [[ $line =~ $MPI_TEST_SKIP ]]; then
+        skip=$((skip + 1)); printf 'SKIP  %-22s np=%s %-7s %-60s (%s)\n' "$prog" "$np" "$mode" "$opts" "${MPI_TEST_SKIP_WHY:-MPI_TEST_SKIP}"
+        continue
+    fi
     # The tests exercise the compressed algorithms: the cost model (which would run most calls
     # on shared memory exactly) is off unless a line sets COMPMPI_COST_MODEL itself.
-    [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(-genv COMPMPI_COST_MODEL off)
+    [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(COMPMPI_COST_MODEL=off)
     case $mode in
-        preload) genv+=(-genv LD_PRELOAD "$lib") ;;
+        preload) genv+=("LD_PRELOAD=$lib") ;;
         plain|link) ;;
         *) echo "testlist: unknown mode '$mode'"; exit 2 ;;
     esac
     exe="$top_builddir/tests/mpi/$prog"
     log="$logdir/$idx-$prog-np$np-$mode"
-    if [ ${#rank0[@]} -gt 0 ]; then
-        cmd=("$MPIEXEC" "${genv[@]}" -n 1 "${rank0[@]}" "${wrap[@]}" "$exe" "${args[@]}" : -n $((np - 1)) "${wrap[@]}" "$exe" "${args[@]}")
-    else
-        cmd=("$MPIEXEC" "${genv[@]}" -n "$np" "${wrap[@]}" "$exe" "${args[@]}")
-    fi
+    MPI_ENV=("${genv[@]}") MPI_ENV0=("${rank0[@]}") MPI_WRAP=("${wrap[@]}")
+    mpi_launch "$np" -- "$exe" "${args[@]}"
+    cmd=("${MPI_CMD[@]}")
     t0=$(date +%s.%N)
     timeout -k 10 "$timeout_s" "${cmd[@]}" >"$log.out" 2>"$log.err" </dev/null
     rc=$?
@@ -72,6 +99,6 @@ while read -r line; do
         sed 's/^/      err| /' "$log.err" | tail -n 40
     fi
 done <"$list"
-echo "mpi tests: $pass passed, $fail failed"
+echo "mpi tests ($MPI_FAMILY): $pass passed, $fail failed, $skip skipped"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

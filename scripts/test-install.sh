@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The installed tree works like a library: `make install` into a clean prefix, then compile
+# a small MPI program against it with pkg-config only (as a user would), dynamic and static,
+# and run it on 2 ranks; the installed compmpi-info says which MPI the build is for.
+#   scripts/test-install.sh [BUILD_DIR]      (default: ${BUILD_DIR:-_build}; configured)
+# The prefix is the build's configured one (scripts/build.sh: BUILD_DIR/install); it must lie
+# inside the build directory, because it is deleted first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+build=$(cd "${1:-${BUILD_DIR:-_build}}" && pwd)
+. "$src/tests/mpi/launch.sh"
+mkvar() { sed -n "s/^$1 = //p" "$build/Makefile" | head -1; }
+family=$(mkvar MPI_FAMILY)
+pcname=$(mkvar COMPMPI_PCNAME)
+libname=$(mkvar COMPMPI_LIBNAME)
+prefix=$(mkvar prefix)
+transform=$(mkvar program_transform_name)
+case $prefix/ in
+    "$build"/*) ;;
+    *) echo "test-install: prefix $prefix is not inside $build: refusing to delete it (configure --prefix=$build/install)"; exit 2 ;;
+esac
+say() { echo "test-install ($family): $*"; }
+fail() { echo "test-install ($family): FAIL: $*"; exit 1; }
+
+rm -rf "$prefix"
+make -C "$build" install >"$build/install.out" 2>&1 || { tail -20 "$build/install.out"; fail "make install"; }
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+pkg-config --exists "$pcname" || fail "pkg-config finds no $pcname in $PKG_CONFIG_PATH"
+mpicc=$(pkg-config --variable=mpicc "$pcname")
+[ "$(pkg-config --variable=mpi_family "$pcname")" = "$family" ] || fail "$pcname.pc: mpi_family is not $family"
+say "pkg-config --libs $pcname: $(pkg-config --libs "$pcname")"
+say "pkg-config --static --libs $pcname: $(pkg-config --static --libs "$pcname")"
+
+# the installed tool names its MPI (compmpi-info-openmpi for the Open MPI build)
+info=$prefix/bin/$(echo compmpi-info | sed "${transform//\$\$/\$}")
+[ -x "$info" ] || fail "$info not installed"
+[ "$("$info" --mpi)" = "$family" ] || fail "$info --mpi says '$("$info" --mpi)', not $family"
+"$info" | grep -q "^built for MPI: " || fail "$info prints no 'built for MPI' line"
+say "$(basename "$info"): $("$info" | sed -n 's/^built for MPI: //p')"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/compmpi-install-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/hello.c" <<'EOF'
+/* 4 MiB float allreduce through the installed libcompmpi: identical bits on every rank and
+ * exact sums (small integers: the fp16 codec carries them exactly). */
+#include <compmpi.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int n = 1 << 20;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *y0 = malloc(n * sizeof *y0);
+    for (int i = 0; i < n; ++i) x[i] = (float)(i % 61 + rank);
+    MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    memcpy(y0, y, n * sizeof *y);
+    MPI_Bcast(y0, n, MPI_FLOAT, 0, MPI_COMM_WORLD); /* rank 0's result, for the bit check */
+    int bad = memcmp(y, y0, n * sizeof *y) != 0;
+    for (int i = 0; i < n && !bad; ++i)
+        if (y[i] != (float)(size * (i % 61) + size * (size - 1) / 2)) bad = 1;
+    int anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) printf("libcompmpi %s: %s\n", compmpi_version(), anybad ? "WRONG" : " No Errors");
+    MPI_Finalize();
+    return anybad;
+}
+EOF
+# fp16 is exact for these small integers: compressed (2 bytes a float) and checkable exactly
+mpi_launch_init "$family" "$(pkg-config --variable=mpiexec "$pcname")"
+MPI_ENV=(COMPMPI_CODEC=fp16 COMPMPI_STATS=1 COMPMPI_THREADS=1)
+run2() { # exe label
+    mpi_launch 2 -- "$1"
+    timeout -k 5 120 "${MPI_CMD[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null || { cat "$tmp/out" "$tmp/err"; fail "$2: exit $?"; }
+    grep -q " No Errors" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; fail "$2: wrong result"; }
+    grep -Eq "compmpi-stats: coll=allreduce compressed=[1-9]" "$tmp/err" || { cat "$tmp/err"; fail "$2: nothing compressed"; }
+    say "$2: 2 ranks, compressed allreduce exact and identical: ok"
+}
+
+# dynamic: the run-time path comes from pkg-config's Libs (no LD_LIBRARY_PATH)
+# shellcheck disable=SC2046
+"$mpicc" -o "$tmp/hello_dyn" "$tmp/hello.c" $(pkg-config --cflags --libs "$pcname")
+ldd "$tmp/hello_dyn" | grep -q "$libname.so.* => $prefix/lib/" || { ldd "$tmp/hello_dyn"; fail "dynamic: $libname.so not found in $prefix/lib at run time"; }
+(unset LD_LIBRARY_PATH; run2 "$tmp/hello_dyn" "dynamic link")
+
+# static: libcompmpi.a, everything else as pkg-config --static says
+libs=$(pkg-config --static --libs "$pcname" | sed "s/-l${libname#lib}\b//")
+# shellcheck disable=SC2086
+"$mpicc" -o "$tmp/hello_static" "$tmp/hello.c" $(pkg-config --cflags "$pcname") "$prefix/lib/$libname.a" $libs
+! ldd "$tmp/hello_static" | grep -q "$libname" || { ldd "$tmp/hello_static"; fail "static: still linked to $libname.so"; }
+run2 "$tmp/hello_static" "static link"
+say "all ok"
