@@ -35,8 +35,10 @@
  *     m->mem_alloc(bytes, kMemPinned) for device calls: the module then DMAs compressed
  *     bytes straight into them instead of through its own staging buffers.
  *
- * CUDA-aware MPI (MPIX_Query_cuda_support, HAVE_DECL_MPIX_QUERY_CUDA_SUPPORT) would let
- * blobs stay in device memory; not done: blobs always travel through host memory. */
+ * CUDA-aware MPI: asked the way each MPI family offers it in src/mpi_family.* (Open MPI:
+ * MPIX_Query_cuda_support from mpi-ext.h; MPICH: MPIX_GPU_query_support), once after
+ * MPI_Init; mpi_cuda_aware() true lets exact fallbacks hand device buffers to MPI directly
+ * instead of through host copies. Blobs always travel through host memory. */
 #pragma once
 #include <cstddef>
 #include <atomic>
