@@ -69,6 +69,23 @@ if $py -c 'import mpi4py' 2>/dev/null; then
     else
         bad "mpi4py + libcompmpi_openmpi.so (exit $rc)"; sed 's/^/      | /' "$tmp/out" "$tmp/err" | tail -30
     fi
+    # a process that never finalizes (mpi4py.rc.finalize = False): Open MPI itself reports
+    # the improper exit; with libcompmpi preloaded the job must end the same way, not hang
+    nofin='import mpi4py; mpi4py.rc.finalize = False
+from mpi4py import MPI; import array
+a = array.array("f", [1.0]) * (1 << 18); b = array.array("f", [0.0]) * (1 << 18)
+MPI.COMM_WORLD.Allreduce(a, b)'
+    MPI_ENV=(COMPMPI_THREADS=1)
+    mpi_launch 2 -- $py -c "$nofin"
+    timeout -k 5 60 "${MPI_CMD[@]}" >/dev/null 2>&1 </dev/null
+    rc_plain=$?
+    MPI_ENV=(LD_PRELOAD="$olib" COMPMPI_THREADS=1)
+    mpi_launch 2 -- $py -c "$nofin"
+    timeout -k 5 60 "${MPI_CMD[@]}" >/dev/null 2>&1 </dev/null
+    rc=$?
+    [ $rc = $rc_plain ] && [ $rc != 124 ] && [ $rc != 137 ] &&
+        ok "mpi4py without MPI_Finalize: exit $rc with libcompmpi, $rc_plain without (no hang)" ||
+        bad "mpi4py without MPI_Finalize: exit $rc with libcompmpi, $rc_plain without"
 else
     bad "mpi4py: $py cannot import mpi4py (apt-get install python3-mpi4py)"
 fi
@@ -109,6 +126,25 @@ for b in "$mpich_build" "$ompi_build"; do
         bad "installed tree of $b"; sed 's/^/      | /' "$tmp/inst" | tail -20
     fi
 done
+
+# ---- 6. side by side: the two builds install no file of the same name but identical ones
+# (compmpi.h): staged with DESTDIR, compared relative to each build's prefix
+for b in "$mpich_build" "$ompi_build"; do
+    n=$(basename "$b")
+    p=$(sed -n 's/^prefix = //p' "$b/Makefile")
+    make -C "$b" install DESTDIR="$tmp/stage-$n" >/dev/null 2>&1 || { bad "make install DESTDIR (side by side) in $b"; continue; }
+    (cd "$tmp/stage-$n$p" && find . -type f -o -type l | sort) >"$tmp/files-$n"
+    echo "$tmp/stage-$n$p" >"$tmp/root-$n"
+done
+m=$(basename "$mpich_build") o=$(basename "$ompi_build")
+if [ -f "$tmp/files-$m" ] && [ -f "$tmp/files-$o" ]; then
+    clash=""
+    for f in $(comm -12 "$tmp/files-$m" "$tmp/files-$o"); do
+        cmp -s "$(cat "$tmp/root-$m")/$f" "$(cat "$tmp/root-$o")/$f" || clash="$clash $f"
+    done
+    [ -z "$clash" ] && ok "side by side: $(wc -l <"$tmp/files-$o") Open MPI files, shared names only for identical files ($(comm -12 "$tmp/files-$m" "$tmp/files-$o" | tr '\n' ' '))" ||
+        bad "side by side: both builds install different files under the same name:$clash"
+fi
 
 echo "openmpi: $pass passed, $fail failed"
 [ $fail = 0 ]
