@@ -52,7 +52,7 @@ mlib=$mpich_build/.libs/libcompmpi.so
 
 # ---- 2. the MPI test list under Open MPI
 t0=$(date +%s)
-(cd "$ompi_build" && MPI_FAMILY=openmpi MPIEXEC=mpiexec.openmpi COMPMPI_LIBNAME=libcompmpi_openmpi \
+(cd "$ompi_build" && MPI_FAMILY=openmpi MPIEXEC=mpiexec.openmpi MPI_TEST_LIBNAME=libcompmpi_openmpi \
     MPI_TEST_FILTER=${OMPI_TEST_FILTER:-} MPI_TEST_SKIP=$ompi_skip \
     MPI_TEST_SKIP_WHY="Open MPI subset: MPI-independent, run under MPICH; OMPI_TEST_ALL=1 runs it" \
     top_builddir=$PWD top_srcdir=$src \

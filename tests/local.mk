@@ -63,7 +63,7 @@ EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh test
 # docs/settings consistency check.
 TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
-	MPI_FAMILY=$(MPI_FAMILY) COMPMPI_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY COMPMPI_LIBNAME;
+	MPI_FAMILY=$(MPI_FAMILY) MPI_TEST_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY MPI_TEST_LIBNAME;
 EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py
 MPITEST_NOINSTALL = -no-install
 tests_mpi_t_compressed_LDFLAGS = $(MPITEST_NOINSTALL)

@@ -2,7 +2,7 @@
 # Run the MPI test list (tests/mpi/testlist). Prints one line per run and a closing
 # "N passed, N failed". Environment: top_builddir, top_srcdir (set by make check),
 # MPI_FAMILY (mpich | openmpi; set by make check, else read from MPIEXEC --version),
-# MPIEXEC (default mpiexec.<family>), COMPMPI_LIBNAME (default: the family's),
+# MPIEXEC (default mpiexec.<family>), MPI_TEST_LIBNAME (default: the family's libcompmpi),
 # MPI_TEST_FILTER (regex on the line), MPI_TEST_SKIP (regex: matching lines print SKIP with
 # the reason MPI_TEST_SKIP_WHY), MPI_TEST_TIMEOUT (s).
 # Launcher differences (MPICH hydra / Open MPI) live in tests/mpi/launch.sh.
@@ -18,11 +18,12 @@ fi
 mpi_launch_init "$MPI_FAMILY" "${MPIEXEC:-}" || exit 2
 MPIEXEC=$MPI_LAUNCHER
 timeout_s=${MPI_TEST_TIMEOUT:-600}
-if [ -z "${COMPMPI_LIBNAME:-}" ]; then
-    COMPMPI_LIBNAME=libcompmpi
-    [ "$MPI_FAMILY" = openmpi ] && COMPMPI_LIBNAME=libcompmpi_openmpi
+# (not COMPMPI_*: libcompmpi rejects unknown COMPMPI_ variables, unit tests read them all)
+if [ -z "${MPI_TEST_LIBNAME:-}" ]; then
+    MPI_TEST_LIBNAME=libcompmpi
+    [ "$MPI_FAMILY" = openmpi ] && MPI_TEST_LIBNAME=libcompmpi_openmpi
 fi
-lib="$top_builddir/.libs/$COMPMPI_LIBNAME.so"
+lib="$top_builddir/.libs/$MPI_TEST_LIBNAME.so"
 list="$top_srcdir/tests/mpi/testlist"
 supp=("--suppressions=$top_srcdir/tests/mpi/valgrind.supp")
 if [ "$MPI_FAMILY" = openmpi ]; then
