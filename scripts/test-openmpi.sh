@@ -69,7 +69,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/compmpi-ompi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 if $py -c 'import mpi4py' 2>/dev/null; then
     mpi_launch_init openmpi
-    MPI_ENV=(LD_PRELOAD="$olib" COMPMPI_CODEC=fp16 COMPMPI_STATS=1 COMPMPI_THREADS=1)
+    MPI_ENV=(LD_PRELOAD="$olib" COMPMPI_CODEC=fp16 COMPMPI_STATS=1 COMPMPI_THREADS=1 COMPMPI_COST_MODEL=off)
     mpi_launch 2 -- $py "$src/tests/mpi/t_mpi4py.py"
     timeout -k 5 120 "${MPI_CMD[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
     rc=$?
