@@ -70,16 +70,79 @@ void poke(MPI_Request *req) {
     PMPI_Test(req, &done, MPI_STATUS_IGNORE);
 }
 
-}  // namespace
+/* Codecs that a paper quantises exactly once per contribution, the sum of the decoded
+ * contributions being exact (Dettmers' 8-bit approximation: each GPU's gradient is quantised
+ * once, sent, decoded and summed). Re-encoding a partial sum at the same width in phase 2
+ * would quantise twice. (A codec-table flag would be the place for this; kernels/q8 is
+ * another branch's file.) */
+bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8; }
 
-Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
+/* Up to this many ranks such a codec takes the allgather path (each rank receives (P-1) n
+ * blob bytes per element byte, against 5 (P-1)/P for two phases with an fp32 phase 2:
+ * fewer bytes below 5 ranks); above, two phases with the owner's chunk encoded and phase 2
+ * carrying the fp32 sums verbatim. docs/codecs/q8.md, "In MPI_Allreduce". */
+constexpr int kGatherMaxRanks = 4;
+
+bool gathers_contributions(const CodecOps &codec, int P) { return quantise_once(codec) && P <= kGatherMaxRanks; }
+
+/* Allgather of whole-buffer blobs: every rank encodes its whole contribution once (one
+ * scale for the buffer), the ranks allgather the P blobs (dense codec: fixed stride, flags in
+ * the headers) and every rank sums D(b_0) + D(b_1) + ... + D(b_{P-1}) in rank order, so the
+ * result has the same bits everywhere. `out` is written only after the exchange. */
+Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size, r = c.rank;
     const float *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
+    const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
+    uint8_t *all = c.st->ws_recv.get(S * static_cast<size_t>(P));
+    if (!all) return Status::no_memory;
+    {
+        ScopedTimer t(c.stats->ns_encode);
+        CodecParams p = c.params;
+        p.stream = rng_stream(r, c.st->calls, 1, 0);
+        coll_encode(c, p, src, n, all + S * r, S);
+        if (c.ef_new) coll_ef_update(c, all + S * r, S, src, n, c.ef_new);
+    }
+    c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+    c.stats->bytes_uncompressed_wire += 2 * n * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+    CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, S));
+    uint8_t flags = 0;
+    for (int j = 0; j < P; ++j) {
+        BlobInfo info;
+        flags |= blob_peek(all + S * j, S, n, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+    }
+    CMPI_CHECK(coll_flag_status(flags));
+    ScopedTimer t(c.stats->ns_decode);
+    for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + S * j, S, n, out, j > 0, c.params));
+    return Status::ok;
+}
+
+}  // namespace
+
+Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
+    if (gathers_contributions(*c.codec, c.size)) return allreduce_gather(c, in, out, n);
+    const int P = c.size, r = c.rank;
+    const float *src = coll_ef_input(c, in, n);
+    if (!src) return Status::no_memory;
+    CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer, not per segment or chunk */
     c.params.nranks = P;
+    /* phase 2: the codec's reduced_params (terngrad: the 2P+1 levels), fp32 verbatim for
+     * codecs quantised once per contribution (q8 above 4 ranks), else the same parameters */
+    const CodecOps *codec2 = c.codec;
     CodecParams p2 = c.params;
-    if (c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) != Status::ok) p2 = c.params;
+    if (quantise_once(*c.codec)) {
+        codec2 = codec_by_id(static_cast<int>(CodecId::none));
+        p2 = CodecParams{};
+        p2.simd = c.params.simd;
+        p2.threads = c.params.threads;
+    } else if (c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) != Status::ok) {
+        p2 = c.params;
+    }
+    /* every contribution is quantised, the owner's chunk too, for stochastic codecs (terngrad,
+     * qsgd: each worker's gradient is quantised, paper eq. 1-4 / Alg. 1) and for codecs
+     * quantised once per contribution; other codecs keep the owner's chunk exact */
+    const bool own_encoded = (c.codec->flags & CODEC_STOCHASTIC) || quantise_once(*c.codec);
 
     /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */
     const uint64_t seg_bytes = c.st->settings.chunk_bytes;
@@ -91,13 +154,19 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     chunk_range(seg, P, 0, &lo0, &base_max);
     /* each phase its own stride: phase 2 may be wider (terngrad's levels) */
     const size_t S = (blob_max_bytes(*c.codec, base_max, c.params) + 63) / 64 * 64;
-    const size_t S2 = (blob_max_bytes(*c.codec, base_max, p2) + 63) / 64 * 64;
+    const size_t S2 = (blob_max_bytes(*codec2, base_max, p2) + 63) / 64 * 64;
     if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
     const int Si = static_cast<int>(S), S2i = static_cast<int>(S2);
     uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
     uint8_t *recvbuf = c.st->ws_recv.get(2 * (S + S2) * P);
     float *acc = c.be->scratch(c.be_ctx, 0, base_max);
     if (!sendbuf || !recvbuf || !acc) return Status::no_memory;
+    /* phase-2 error of the owner's chunk, for error feedback when that chunk was encoded */
+    float *d2 = nullptr;
+    if (c.ef_new && own_encoded && !(codec2->flags & CODEC_LOSSLESS)) {
+        d2 = c.be->scratch(c.be_ctx, 2, base_max);
+        if (!d2) return Status::no_memory;
+    }
 
     std::vector<Segment> sg(nseg);
     for (size_t k = 0; k < nseg; ++k) {
@@ -111,7 +180,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {
         ScopedTimer t(c.stats->ns_encode);
         for (int j = 0; j < P; ++j) {
-            if (j == r) continue;
+            if (j == r && !own_encoded) continue;
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
             CodecParams p = c.params;
@@ -136,11 +205,12 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         {
             ScopedTimer t(c.stats->ns_decode);
             for (int j = 0; j < P && !flags; ++j) {
-                if (j == r) {
+                if (j == r && !own_encoded) {
                     if (j == 0) c.be->copy(c.be_ctx, acc, src + g.lo + lo_r, len_r);
                     else c.be->add(c.be_ctx, acc, src + g.lo + lo_r, len_r);
                 } else {
-                    Status s = c.be->decode(c.be_ctx, g.recv + S * j, S, len_r, acc, j > 0, c.params);
+                    const uint8_t *blob = j == r ? g.send + S * r : g.recv + S * j;
+                    Status s = c.be->decode(c.be_ctx, blob, S, len_r, acc, j > 0, c.params);
                     if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
                     else if (s != Status::ok) flags |= BLOB_ABANDON;
                 }
@@ -152,8 +222,18 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             CodecParams p = p2;
             p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
             if (flags) coll_write_flag(c, p, len_r, flags, mine);
-            else coll_encode(c, p, acc, len_r, mine, S2);
-            if (c.ef_new && !flags) coll_ef_update(c, mine, S2, acc, len_r, c.ef_new + g.lo + lo_r);
+            else c.be->encode(c.be_ctx, *codec2, p, acc, len_r, mine, S2, nullptr);
+            /* the residual also owes what phase 2 failed to carry of the sum (terngrad on the
+             * shared grid, q8's fp32 phase 2: nothing): all of the owner's residual when its
+             * chunk entered exact, else added to its phase-1 residual */
+            if (c.ef_new && !flags) {
+                if (!own_encoded) {
+                    coll_ef_update(c, mine, S2, acc, len_r, c.ef_new + g.lo + lo_r);
+                } else if (d2) {
+                    coll_ef_update(c, mine, S2, acc, len_r, d2);
+                    c.be->add(c.be_ctx, c.ef_new + g.lo + lo_r, d2, len_r);
+                }
+            }
         }
         c.stats->bytes_wire += S2 * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);
