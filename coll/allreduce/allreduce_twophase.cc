@@ -1,25 +1,37 @@
 /* Compressed allreduce, two phases (reduce-scatter then allgather), for dense codecs,
- * pipelined over segments.
+ * pipelined over segments; and the allgather path for codecs quantised once per contribution.
  *
  * Each segment of the buffer (chunk_bytes long) is split into P chunks; rank j owns chunk j.
  * E() = encode, D() = decode.
  *
- *   phase 1 (alltoall of blobs)          rank r receives E(x_j[r]) from every j != r
- *       r0: E(x0[1]) E(x0[2]) ...  ──►   acc_r = sum over j = 0..P-1 in rank order of
- *       r1: E(x1[0]) E(x1[2]) ...  ──►           (j == r ? x_r[r] : D(E(x_j[r])))   (fp32)
+ *   phase 1 (alltoall of blobs)          rank r receives E(x_j[r]) from every j
+ *       r0: E(x0[0]) E(x0[1]) ...  ──►   acc_r = sum over j = 0..P-1 in rank order of
+ *       r1: E(x1[0]) E(x1[1]) ...  ──►           D(E(x_j[r]))                      (fp32)
  *   phase 2 (allgather of blobs)         every rank receives E2(acc_j) for every j and
  *       r: E2(acc_r)              ──►    writes out[j] = D(E2(acc_j)), its own chunk too,
  *                                        so the result is the same bits on every rank.
+ *
+ * The owner's own chunk x_r[r] is encoded and decoded like the others for stochastic codecs
+ * (terngrad, qsgd: every worker's contribution is quantised, so E[result] = the sum of the
+ * clipped / exact contributions) and for codecs quantised once per contribution (q8); other
+ * codecs (bitpack, fp16, bf16, rangefloat) add it exact.
  *
  * Pipeline (non-blocking PMPI collectives, two blob buffer sets used alternately):
  *
  *   E1(0) ─ I1(0) ─ E1(1) ─ W1(0) D1(0) E2(0) I2(0) ─ I1(1) ─ W2(0) D2(0) ─ E1(2) ─ W1(1) ...
  *                   └ encoding segment 1 overlaps the exchange of segment 0 ┘
  *
- * E2 uses the codec's reduced_params when it has them (terngrad sends the 2P+1 levels of a
- * sum exactly), else the same parameters. Codecs with a shared scale agree on it first
- * (one MAX allreduce of a double per call). With error feedback, x is input + residual and
- * the new residual is what E (chunks j != r) and E2 (the owned chunk) failed to carry.
+ * E2 uses the codec's reduced_params when it has them (terngrad: the 2P+1 levels of a sum of
+ * ternaries exactly; qsgd: 8 bits), fp32 verbatim (codec `none`) for a codec quantised once
+ * per contribution, else the same parameters. Codecs with a shared scale agree on it first,
+ * and on nothing else, once per call on the whole buffer (one MAX allreduce of a double):
+ * terngrad's scaler (eq. 4) and its clip threshold (c sigma of each rank's whole buffer)
+ * are the same for every segment and chunk. With error feedback, x is input + residual and
+ * the new residual is what E and E2 (the owned chunk) failed to carry.
+ *
+ * Allgather path (q8 up to 5 ranks, qsgd up to 3: fewer bytes than two phases): every rank
+ * encodes its whole buffer once, the P blobs are allgathered, and every rank sums
+ * D(b_0) + ... + D(b_{P-1}) in rank order -- the papers' "quantise, send, decode, sum".
  *
  * Traffic per rank ~ 2 (P-1)/P * n * 4 / ratio bytes, like a ring allreduce.
  * Flags (NaN/Inf, local errors) of a segment travel in the owners' phase-2 blobs, so after
@@ -70,20 +82,14 @@ void poke(MPI_Request *req) {
     PMPI_Test(req, &done, MPI_STATUS_IGNORE);
 }
 
-/* Codecs that a paper quantises exactly once per contribution, the sum of the decoded
- * contributions being exact (Dettmers' 8-bit approximation: each GPU's gradient is quantised
- * once, sent, decoded and summed). Re-encoding a partial sum at the same width in phase 2
- * would quantise twice. (A codec-table flag would be the place for this; kernels/q8 is
- * another branch's file.) */
-bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8; }
-
-/* Up to this many ranks such a codec takes the allgather path (each rank receives (P-1) n
- * blob bytes per element byte, against 5 (P-1)/P for two phases with an fp32 phase 2:
- * fewer bytes below 5 ranks); above, two phases with the owner's chunk encoded and phase 2
- * carrying the fp32 sums verbatim. docs/codecs/q8.md, "In MPI_Allreduce". */
-constexpr int kGatherMaxRanks = 4;
-
-bool gathers_contributions(const CodecOps &codec, int P) { return quantise_once(codec) && P <= kGatherMaxRanks; }
+/* Codecs whose paper quantises each contribution exactly once and sums the decoded
+ * contributions exactly: Dettmers' 8-bit approximation (each GPU's gradient quantised once,
+ * sent, decoded, summed) and QSGD (Alg. 1: every processor broadcasts its quantised gradient,
+ * every processor sums the decoded ones). Two phases re-encode a partial sum in phase 2,
+ * a second quantisation; these codecs take the allgather path instead whenever it moves no
+ * more bytes (docs/codecs/q8.md "In MPI_Allreduce", docs/codecs/qsgd.md). (A codec-table
+ * flag would be the place for this; kernels/q8 belongs to another branch.) */
+bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
 
 /* Allgather of whole-buffer blobs: every rank encodes its whole contribution once (one
  * scale for the buffer), the ranks allgather the P blobs (dense codec: fixed stride, flags in
@@ -121,24 +127,33 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
 }  // namespace
 
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
-    if (gathers_contributions(*c.codec, c.size)) return allreduce_gather(c, in, out, n);
     const int P = c.size, r = c.rank;
-    const float *src = coll_ef_input(c, in, n);
-    if (!src) return Status::no_memory;
-    CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer, not per segment or chunk */
     c.params.nranks = P;
-    /* phase 2: the codec's reduced_params (terngrad: the 2P+1 levels), fp32 verbatim for
-     * codecs quantised once per contribution (q8 above 4 ranks), else the same parameters */
+    /* phase 2: the codec's reduced_params (terngrad: the 2P+1 levels exactly; qsgd: 8 bits),
+     * else fp32 verbatim for a codec quantised once per contribution (q8), else the same
+     * parameters */
     const CodecOps *codec2 = c.codec;
     CodecParams p2 = c.params;
-    if (quantise_once(*c.codec)) {
+    const bool reduced = c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) == Status::ok;
+    if (!reduced) p2 = c.params;
+    if (!reduced && quantise_once(*c.codec)) {
         codec2 = codec_by_id(static_cast<int>(CodecId::none));
         p2 = CodecParams{};
         p2.simd = c.params.simd;
         p2.threads = c.params.threads;
-    } else if (c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) != Status::ok) {
-        p2 = c.params;
     }
+    if (quantise_once(*c.codec)) {
+        /* the allgather path when it moves no more bytes per rank than two phases:
+         * (P-1) |E(n)| <= (P-1) (|E(n/P)| + |E2(n/P)|) -- the same numbers on every rank.
+         * q8 (E2 = fp32): P <= 5; qsgd 4 bits (E2 = 8 bits): P <= 3 */
+        const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
+        const size_t gather = blob_max_bytes(*c.codec, n, c.params);
+        const size_t two = blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2);
+        if (gather <= two) return allreduce_gather(c, in, out, n);
+    }
+    const float *src = coll_ef_input(c, in, n);
+    if (!src) return Status::no_memory;
+    CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer, not per segment or chunk */
     /* every contribution is quantised, the owner's chunk too, for stochastic codecs (terngrad,
      * qsgd: each worker's gradient is quantised, paper eq. 1-4 / Alg. 1) and for codecs
      * quantised once per contribution; other codecs keep the owner's chunk exact */

@@ -98,7 +98,7 @@ static void run(const char *spec, size_t n, int T) {
     qsort(sorted, n, sizeof(double), cmp_double);
     for (int b = 0; b < NBINS; ++b) edge[b] = sorted[(b + 1) * (n - 1) / NBINS];
     free(sorted);
-    double num[NBINS + 2] = {0}, den[NBINS + 2] = {0}, absref = 0;
+    double num[NBINS + 2] = {0}, den[NBINS + 2] = {0}, absref = 0, mse = 0, energy = 0;
     size_t cnt[NBINS + 2] = {0};
     for (size_t i = 0; i < n; ++i) {
         const double d = mean[i] - ref[i], var = m2[i] / (T - 1) / T, sg = ref[i] > 0 ? 1 : ref[i] < 0 ? -1 : 0;
@@ -108,7 +108,9 @@ static void run(const char *spec, size_t n, int T) {
         num[NBINS] += d, den[NBINS] += var, cnt[NBINS]++;
         num[NBINS + 1] += sg * d, den[NBINS + 1] += sg * sg * var, cnt[NBINS + 1]++;
         absref += fabs(ref[i]);
+        mse += m2[i] / T + d * d, energy += ref[i] * ref[i];
     }
+    if (R == 0) printf("%-20s P=%d E||y - ref||^2 / ||ref||^2 = %.4f (one call)\n", spec, P, mse / energy);
     const char *what[NBINS + 2] = {"|ref| 1st/6", "2nd/6", "3rd/6", "4th/6", "5th/6", "6th/6", "total", "shrinkage"};
     for (int b = 0; b < NBINS + 2; ++b) {
         if (!cnt[b]) continue;
