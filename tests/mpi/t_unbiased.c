@@ -128,8 +128,8 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    const size_t n = 40000;
-    const int T = 48;
+    const size_t n = 30000;
+    const int T = 32;
     for (int a = 1; a < argc; ++a) run(argv[a], n, T);
     return mt_finish();
 }
