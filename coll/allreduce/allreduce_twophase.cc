@@ -29,7 +29,7 @@
  * are the same for every segment and chunk. With error feedback, x is input + residual and
  * the new residual is what E and E2 (the owned chunk) failed to carry.
  *
- * Allgather path (q8 up to 5 ranks, qsgd up to 3: fewer bytes than two phases): every rank
+ * Allgather path (q8 up to 5 ranks, qsgd at 4 bits 2: no more bytes than two phases): every rank
  * encodes its whole buffer once, the P blobs are allgathered, and every rank sums
  * D(b_0) + ... + D(b_{P-1}) in rank order -- the papers' "quantise, send, decode, sum".
  *
@@ -145,7 +145,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     if (quantise_once(*c.codec)) {
         /* the allgather path when it moves no more bytes per rank than two phases:
          * (P-1) |E(n)| <= (P-1) (|E(n/P)| + |E2(n/P)|) -- the same numbers on every rank.
-         * q8 (E2 = fp32): P <= 5; qsgd 4 bits (E2 = 8 bits): P <= 3 */
+         * q8 (E2 = fp32): P <= 5; qsgd (E2 = 8 bits): P <= (bits + 8) / bits, 2 at 4 bits */
         const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
         const size_t gather = blob_max_bytes(*c.codec, n, c.params);
         const size_t two = blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2);
