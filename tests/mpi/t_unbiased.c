@@ -16,7 +16,12 @@
  * the levels deterministically: small values vanished). Every |Z| must be < 4.
  * Also: every call's result is bit-identical on all ranks (hash over all calls).
  *
- * Arguments: codec names (terngrad, qsgd; "terngrad_bucket=B" for terngrad with buckets).
+ * Error feedback ("ef:CODEC", data without outliers): q8 -- deterministic rounding, biased --
+ * with error_feedback=1 the mean of T calls is within a quarter of the error without;
+ * terngrad -- unbiased but clipped -- the mean with feedback is no worse than without.
+ *
+ * Arguments: codec names (terngrad, qsgd; "terngrad_bucket=B" for terngrad with buckets),
+ * "ef:CODEC" for the error-feedback check.
  * Environment (testlist): COMPMPI_CHUNK_BYTES (pipelined), COMPMPI_NODE_SIZE (hierarchical). */
 #include "compmpi.h"
 #include "mpitest.h"
@@ -124,12 +129,66 @@ static void run(const char *spec, size_t n, int T) {
     MPI_Comm_free(&c);
 }
 
+/* Error feedback: the mean of T calls on the same data converges to the exact (unclipped)
+ * sum -- the residual carries what clipping, ternarisation or 8-bit rounding dropped -- while
+ * without feedback it keeps the codec's bias (terngrad: clipping; q8: deterministic rounding).
+ * Returns the relative l2 error of the mean of T calls. */
+static double ef_mean_error(const char *codec, unsigned bucket, int feedback, size_t n, int T) {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    compmpi_comm_set(c, "codec", codec);
+    compmpi_comm_set(c, "policy", "static");
+    compmpi_comm_set(c, "min_bytes", "0");
+    if (bucket) {
+        char b[32];
+        snprintf(b, sizeof b, "%u", bucket);
+        compmpi_comm_set(c, "terngrad_bucket", b);
+    }
+    MT_CHECK(compmpi_comm_set(c, "error_feedback", feedback ? "1" : "0") == MPI_SUCCESS, "error_feedback");
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    double *mean = calloc(n, sizeof(double)), *exact = calloc(n, sizeof(double));
+    /* gradient-like data without the outliers (their clipped mass would take many calls) */
+    for (size_t i = 0; i < n; ++i) x[i] = mt_value(78, R, i);
+    for (int r = 0; r < P; ++r)
+        for (size_t i = 0; i < n; ++i) exact[i] += mt_value(78, r, i);
+    uint64_t h = 1469598103934665603ull;
+    for (int t = 0; t < T; ++t) {
+        MPI_Allreduce(x, y, (int)n, MPI_FLOAT, MPI_SUM, c);
+        h = (h ^ mt_hash(y, n * sizeof(float))) * 1099511628211ull;
+        for (size_t i = 0; i < n; ++i) mean[i] += y[i] / (double)T;
+    }
+    MT_CHECK(mt_identical(&h, sizeof h, c), "%s feedback %d: results differ between ranks", codec, feedback);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) num += (mean[i] - exact[i]) * (mean[i] - exact[i]), den += exact[i] * exact[i];
+    free(x); free(y); free(mean); free(exact);
+    MPI_Comm_free(&c);
+    return sqrt(num / den);
+}
+
+static void run_ef(const char *spec, size_t n, int T) {
+    char codec[32] = {0};
+    unsigned bucket = 0;
+    if (sscanf(spec, "terngrad_bucket=%u", &bucket) == 1) strcpy(codec, "terngrad");
+    else snprintf(codec, sizeof codec, "%s", spec);
+    const double plain = ef_mean_error(codec, bucket, 0, n, T), ef = ef_mean_error(codec, bucket, 1, n, T);
+    if (R == 0)
+        printf("ef:%-17s P=%d relative error of the mean of %d calls vs the exact sum: without feedback %.4f, "
+               "with %.4f\n", spec, P, T, plain, ef);
+    if (strcmp(codec, "q8") == 0) /* deterministic rounding: feedback removes its bias */
+        MT_CHECK(ef < plain / 4, "%s: feedback did not remove the bias: %.4f vs %.4f", spec, ef, plain);
+    else /* unbiased noise dominates both means; feedback must not make it worse */
+        MT_CHECK(ef < plain, "%s: feedback made the mean worse: %.4f vs %.4f", spec, ef, plain);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     const size_t n = 30000;
     const int T = 32;
-    for (int a = 1; a < argc; ++a) run(argv[a], n, T);
+    for (int a = 1; a < argc; ++a) {
+        if (strncmp(argv[a], "ef:", 3) == 0) run_ef(argv[a] + 3, n, T);
+        else run(argv[a], n, T);
+    }
     return mt_finish();
 }
