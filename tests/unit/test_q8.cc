@@ -445,6 +445,7 @@ struct Mre {
 };
 
 Mre mean_relative_error(const std::vector<float> &x, const std::vector<float> &y) {
+    assert_int_equal(x.size(), y.size());
     double s = 0, s2 = 0;
     size_t cnt = 0;
     for (size_t i = 0; i < x.size(); ++i) {
@@ -537,7 +538,7 @@ void given_named_variants_when_quantising_expect_lower_error_than_paper_types(vo
     for (int d = 0; d < kDists; ++d) {
         auto x = sample(d, n);
         for (auto &b : better) {
-            const Mre v = mean_relative_error(x, dec(enc(x, b[0], simd_detect(), 2), n, b[0], simd_detect(), 2));
+            const Mre v = mean_relative_error(x, dec(enc(x, b[0], simd_detect(), 2), x.size(), b[0], simd_detect(), 2));
             const Mre p = table1_cell(x, b[1], d == 2 ? 2 : 1);
             print_message("  %-20s %-10s %6.3f%%  vs %-12s %6.3f%%\n", kTypeName[b[0]], kDistName[d], v.pct, kTypeName[b[1]], p.pct);
             assert_true(v.pct + v.ci95 < p.pct - p.ci95);
