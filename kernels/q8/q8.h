@@ -2,7 +2,7 @@
  * ICLR 2016; /work/shared/papers/001_*, Section 4 and Table 1), docs/codecs/q8.md.
  *
  * Payload (little-endian), n elements:
- *   off 0  4 bytes  fp32 scale s (finite, > = 0, sign bit clear)
+ *   off 0  4 bytes  fp32 scale s (finite, >= 0, sign bit clear)
  *   off 4  n bytes  code of element i: bit 7 = sign, bits 0..6 = magnitude code m
  * Header: bits = 8, variant = type (Type below, = the index of the q8_type setting), param = 0.
  * Decoded value = sign * magnitudes(variant)[m] * s.
