@@ -6,12 +6,18 @@
 #include <vector>
 
 #include "qsgd/qsgd.h"
+#include "rangefloat/rangefloat.h"
+#include "schedule.h"
 #include "terngrad/terngrad.h"
 
 namespace compmpi {
 
 namespace {
 constexpr size_t kNormBlock = 1 << 14;
+/* rangefloat_mode -> the header variant of rangefloat and fft_topk (rangefloat.h) */
+uint8_t rf_mode(const Settings &s) {
+    return s.rangefloat_mode == enum_value(SettingId::rangefloat_mode, "paper") ? rf::kModePaper : rf::kModeRangeSign;
+}
 }  // namespace
 
 Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p) {
@@ -58,6 +64,10 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
             /* the decoder needs the block layout: fft_block travels in param (0 = one
              * transform per buffer); bits = the range-based float width (default 10) */
             p->param = p->block;
+            p->variant = rf_mode(s);
+            break;
+        case CodecId::rangefloat:
+            p->variant = rf_mode(s);
             break;
         default:
             break;
@@ -217,6 +227,10 @@ Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan)
     plan->codec = codec_by_id(s.codec);
     if (!plan->codec) return Status::invalid_arg;
     CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params));
+    /* θ schedule (src/schedule.h): from the call count of this shape, alike on every rank */
+    const ThetaSchedule sch = theta_schedule_from(s);
+    if (sch.kind != ThetaScheduleKind::none && (plan->codec->id == CodecId::topk || plan->codec->id == CodecId::fft_topk))
+        plan->params.theta = static_cast<float>(theta_at(sch, st.sched.next(static_cast<int>(kind), count)));
     plan->awp = nullptr;
     plan_awp(st, kind, count, root, plan);
     return plan->codec->check(plan->params);

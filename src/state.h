@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "costmodel.h"
+#include "schedule.h"
 #include "settings.h"
 #include "status.h"
 
@@ -82,6 +83,7 @@ struct CommState {
     Settings settings{};     /* resolved: defaults < env < attr < hints */
     bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
     uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
+    ScheduleState sched; /* θ schedule: calls per collective shape (src/schedule.h) */
     std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */

@@ -75,3 +75,8 @@ MPITEST_PROGS += tests/mpi/t_unbiased
 tests_mpi_t_unbiased_SOURCES = tests/mpi/t_unbiased.c tests/mpi/mpitest.h
 tests_mpi_t_unbiased_LDADD = libcompmpi.la -lm
 tests_mpi_t_unbiased_LDFLAGS = $(MPITEST_NOINSTALL)
+# theta schedule (src/schedule.h)
+MPITEST_PROGS += tests/mpi/t_theta
+tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
+tests_mpi_t_theta_LDADD = libcompmpi.la -lm
+tests_mpi_t_theta_LDFLAGS = $(MPITEST_NOINSTALL)

@@ -10,8 +10,10 @@
  * index space where P = round_up(B/2+1, 64): every bitmap word belongs to one block.
  * All blocks' coefficients compete in one global top-k (ties to the lower position).
  *
+ * Header variant: the range-based float's mode (rangefloat.h: 0 range_sign, 1 paper).
  * Payload (little-endian):
- *   0   12   range header of the kept parts (rangefloat.h: u8 m, 3 x 0, f32 min, f32 max)
+ *   0   12   header of the kept parts' quantiser (rangefloat.h; range_sign: u8 m, 3 x 0,
+ *            f32 min|x|, f32 max|x|; paper: u8 m, 3 x 0, u32 pbase, u32 P)
  *   12  u8   sc         the FFT ran on x * 2^-sc (0 unless |x| is huge; keeps |c|^2 finite)
  *   13  3    zero
  *   16  u64  k          coefficients kept
@@ -53,9 +55,9 @@ size_t payload_bytes(const Layout &L, uint64_t k, int N);
  * Status::unsupported if |x| is so large (> 1e38 / (8 * coefficients)) that the inverse
  * transform could overflow. */
 Status encode(const float *in, size_t n, int N, uint32_t param, double theta, uint8_t *out, size_t cap,
-              size_t *len, SimdLevel lvl, int threads);
+              size_t *len, SimdLevel lvl, int threads, int mode = 0);
 Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
-              int threads);
+              int threads, int mode = 0);
 
 /* For benchmarks: the forward and inverse transforms alone, with the codec's plans and
  * buffers (x -> blockwise r2c -> c2r -> y, unnormalised). */

@@ -1,9 +1,10 @@
 /* Range-based N-bit float (Wang et al., "FFT-based Gradient Sparsification for the Distributed
- * Training of Deep Neural Networks", HPDC 2020, Algorithm 1 as we read it; see
- * docs/codecs/rangefloat.md) and the bit-packing helpers the rangefloat and fft_topk codecs
- * share.
+ * Training of Deep Neural Networks", HPDC 2020, Section 3.2.1; see docs/codecs/rangefloat.md)
+ * in two modes, and the bit-packing helpers the rangefloat and fft_topk codecs share. The
+ * mode is the codecs' header variant: kModeRangeSign (0, default) below, kModePaper (1) =
+ * the paper's Algorithm 1 literally ("paper mode" further down).
  *
- * Format RF(N, m, emin): 1 sign bit, e = N-1-m exponent bits, m mantissa bits. A magnitude
+ * range_sign format RF(N, m, emin): 1 sign bit, e = N-1-m exponent bits, m mantissa bits. A magnitude
  * code c = E<<m | M (0 <= c < 2^(N-1)) means
  *     E >= 1:  2^(emin+E-1) * (1 + M/2^m)     (normal)
  *     E == 0:  2^(emin-m) * M                 (subnormal; c == 0 is exact zero)
@@ -140,8 +141,8 @@ inline double predicted_sq_error(const Stats &s, int N, int m) {
     return err;
 }
 
-/* Algorithm 1 (our reading): the mantissa width whose eps balances underflow error against
- * rounding error; ties go to more mantissa bits. */
+/* range_sign fit: the mantissa width whose eps balances underflow error against rounding
+ * error; ties go to more mantissa bits. (Not the paper's Algorithm 1: see paper mode.) */
 inline int fit_mantissa(const Stats &s, int N) {
     int best_m = N - 2;
     double best = HUGE_VAL;
@@ -181,6 +182,72 @@ inline Status read_range(const uint8_t *in, int N, Format *f, float *amin = null
     if (amax) *amax = u2f(hi);
     return Status::ok;
 }
+
+/* ---------------------------------------------------------------- paper mode
+ * Algorithm 1 of Wang et al. (HPDC'20, Section 3.2.1), "offset-based N-bit floating point",
+ * transcribed literally (docs/codecs/rangefloat.md, "paper mode"):
+ *   init(min, max):     pbase_binary = eps >> (23-m)
+ *   32bit_to_Nbit(x):   if x > max: x = max;  Nbit = (x >> (23-m)) - pbase_binary + 1
+ *   Nbit_to_32bit(c):   x = (c + pbase_binary - 1) << (23-m)
+ * on the fp32 bit patterns: the right shift truncates (no rounding). No sign bit: codes
+ * 1..P are the positive numbers eps, ..., max; "the negative numbers follow the same rule"
+ * after them: code P + j is minus the magnitude of positive code j, so 2^N-1 ("1..1") is
+ * the most negative number. Code 0 is zero: the algorithm leaves codes <= 0 undefined, and
+ * everything below eps in magnitude truncates to it. eps (pbase) is tuned so that 1..1
+ * decodes to min (the smallest pbase whose 1..1 reaches min), which makes P ~ 2^N/2 for a
+ * symmetric range; m is tuned over [1, N] by the squared error on the data. min and max
+ * are the buffer's own (signed) extremes. Payload header (12 bytes, same size as the
+ * range_sign mode's): u8 m, 3 x 0, u32 pbase_binary, u32 P. */
+inline constexpr uint8_t kModeRangeSign = 0, kModePaper = 1; /* the codecs' header variant */
+
+struct PaperFormat {
+    int bits = 8;       /* N */
+    int m = 1;          /* mantissa bits kept by the shift */
+    uint32_t pbase = 1; /* eps >> (23-m): the pattern code 1 stands for */
+    uint32_t P = 1;     /* positive codes 1..P; negative codes P+1..2^N-1 */
+    uint32_t cmax() const { return (1u << bits) - 1; }
+};
+
+/* Largest shifted pattern that is a finite fp32 for mantissa width m. */
+inline uint32_t paper_qlimit(int m) { return 0x7F7FFFFFu >> (23 - m); }
+
+inline uint32_t paper_encode_one(float x, const PaperFormat &f) {
+    const int s = 23 - f.m;
+    const uint32_t u = f2u(x);
+    const uint32_t q = (u & 0x7FFFFFFFu) >> s; /* 32bit_binary = 32bit_float >> (23-m) */
+    if (q < f.pbase) return 0;                  /* below eps (and +-0): zero */
+    const uint32_t c = q - f.pbase + 1;         /* Nbit = 32bit_binary - pbase_binary + 1 */
+    if (!(u >> 31)) return std::min(c, f.P);    /* x > max: x = max (code P is max, truncated) */
+    return std::min(f.P + c, f.cmax());         /* negative: same rule after the P positives */
+}
+
+inline float paper_decode_one(uint32_t c, const PaperFormat &f) {
+    const int s = 23 - f.m;
+    if (c == 0) return 0.0f;
+    if (c <= f.P) return u2f((c + f.pbase - 1) << s); /* 32bit = (Nbit + pbase - 1) << (23-m) */
+    return u2f(((c - f.P + f.pbase - 1) << s) | 0x80000000u);
+}
+
+/* eps tuning for (N, m, min, max): the smallest pbase whose code 1..1 decodes to <= min
+ * (covers min), found by bisection (decoding 1..1 moves monotonically with pbase); when no
+ * pbase reaches min, the largest allowed. P = q(max) - pbase + 1 (1 if max <= 0). */
+PaperFormat paper_tune(int N, int m, float min, float max);
+/* Fit m and eps to n values (their signed min/max and sampled squared error); false if any
+ * value is NaN/Inf. */
+bool paper_fit(const float *in, size_t n, int N, PaperFormat *out, int threads);
+/* Every code an exact finite fp32 (m in 1..min(N, 23), pbase >= 1, 1 <= P <= 2^N-1, the
+ * largest positive and negative patterns below FLT_MAX's). */
+bool paper_valid(const PaperFormat &f);
+void write_paper(uint8_t *out, const PaperFormat &f);
+Status read_paper(const uint8_t *in, int N, PaperFormat *f);
+
+/* Either mode's quantiser: the 12-byte header written/read by the mode. */
+struct Quant {
+    uint8_t mode = kModeRangeSign;
+    Format rs;        /* range_sign */
+    PaperFormat pf;   /* paper */
+};
+inline bool mode_ok(int mode) { return mode == kModeRangeSign || mode == kModePaper; }
 
 /* ---------------------------------------------------------------- bit packing */
 /* Codes of N bits (4..16) packed LSB first: code i occupies bits [i*N, i*N+N) of the stream.
@@ -300,9 +367,18 @@ bool gather_stats(const float *in, size_t n, Stats *out, int threads, SimdLevel 
  * or out += values when add). Fixed blocks of 2^15 values over the threads given. */
 void quantize_pack(const float *in, size_t cnt, const Format &f, uint8_t *out, SimdLevel lvl, int threads);
 void unpack_dequant(const uint8_t *in, size_t cnt, const Format &f, float *out, bool add, SimdLevel lvl, int threads);
+/* Either mode: fit cnt values, write the 12-byte header to hdr and the packed codes to
+ * codes (Status::nonfinite for NaN/Inf); read a header and dequantise (decode: out = values,
+ * or out += values when add). */
+Status quantize_mode(const float *in, size_t cnt, int N, int mode, uint8_t *hdr, uint8_t *codes, SimdLevel lvl,
+                     int threads);
+Status read_header(const uint8_t *hdr, int N, int mode, Quant *q);
+void dequantize_mode(const uint8_t *codes, size_t cnt, const Quant &q, float *out, bool add, SimdLevel lvl,
+                     int threads);
 /* The rangefloat payload: 12 + packed_bytes(n, N) bytes. */
-Status encode(const float *in, size_t n, int N, uint8_t *out, SimdLevel lvl, int threads);
-Status decode(const uint8_t *in, size_t len, size_t n, int N, float *out, bool add, SimdLevel lvl, int threads);
+Status encode(const float *in, size_t n, int N, uint8_t *out, SimdLevel lvl, int threads, int mode = kModeRangeSign);
+Status decode(const uint8_t *in, size_t len, size_t n, int N, float *out, bool add, SimdLevel lvl, int threads,
+              int mode = kModeRangeSign);
 
 }  // namespace compmpi::rf
 

@@ -347,6 +347,70 @@ void given_settings_when_going_through_the_blob_layer_expect_roundtrip(void **) 
     assert_int_equal(static_cast<int>(codec_params_from_settings(*c, st, &p)), static_cast<int>(Status::invalid_arg));
 }
 
+/* The quantiser mode travels in the header variant (rangefloat_mode=paper -> 1): the
+ * selection (k, bitmap) is the same in both modes, the 12-byte quantiser header is Algorithm
+ * 1's (m, pbase, P), the decode needs nothing but the blob; at theta = 0, N = 16 the paper
+ * mode is near exact too, and at the defaults (theta 0.85, N = 10) its error is not below
+ * range_sign's (docs/codecs/rangefloat.md measures 2-4x on the quantised coefficients). */
+void given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_header(void **) {
+    const size_t n = 70001;
+    auto x = smooth_data(n, 21);
+    for (uint32_t block : {0u, 4096u}) {
+        CodecParams pr = params(10, block, 0.85), pp = pr;
+        pp.variant = rf::kModePaper;
+        std::vector<uint8_t> a(codec_fft_topk_ops.max_payload(n, pr)), b(codec_fft_topk_ops.max_payload(n, pp));
+        assert_int_equal(a.size(), b.size());
+        size_t la = 0, lb = 0;
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode(x.data(), n, pr, a.data(), a.size(), &la)), 0);
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode(x.data(), n, pp, b.data(), b.size(), &lb)), 0);
+        assert_int_equal(la, lb);
+        const fft_topk::Layout L = fft_topk::layout(n, block);
+        /* bytes 12.. (sc, k, bitmap) identical: the quantiser does not change the selection */
+        assert_true(std::equal(a.begin() + 12, a.begin() + static_cast<long>(fft_topk::kHeaderBytes + L.Cp / 8), b.begin() + 12));
+        rf::PaperFormat f;
+        assert_int_equal(static_cast<int>(rf::read_paper(b.data(), 10, &f)), 0);
+        assert_true(f.P > 1 && f.P < f.cmax());
+        CodecParams dp = pp;
+        dp.theta = 0;
+        std::vector<float> y(n), z(n);
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode(b.data(), lb, n, dp, y.data())), 0);
+        dp.variant = rf::kModeRangeSign;
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode(a.data(), la, n, dp, z.data())), 0);
+        const double ep = rel_l2(x, y), er = rel_l2(x, z);
+        print_message("block %u: theta 0.85 N=10 rel. l2: range_sign %.4f, paper %.4f (m=%d P=%u)\n", block, er, ep, f.m, f.P);
+        assert_true(er <= ep);
+        assert_true(ep < 0.6 * rel_l2(x, std::vector<float>(n, 0.0f))); /* still a usable approximation */
+    }
+    /* theta = 0, N = 16: near exact in paper mode as well */
+    auto w = smooth_data(20000, 22);
+    CodecParams p16 = params(16, 4096, 0.0);
+    p16.variant = rf::kModePaper;
+    std::vector<uint8_t> q(codec_fft_topk_ops.max_payload(w.size(), p16));
+    size_t lq = 0;
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode(w.data(), w.size(), p16, q.data(), q.size(), &lq)), 0);
+    std::vector<float> v(w.size());
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode(q.data(), lq, w.size(), p16, v.data())), 0);
+    const double e16 = rel_l2(w, v);
+    print_message("theta 0, N=16, paper mode: rel. l2 %.2e\n", e16);
+    assert_true(e16 < 1e-3);
+    /* a variant outside {0, 1} is refused */
+    CodecParams bad = p16;
+    bad.variant = 2;
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.check(bad)), static_cast<int>(Status::invalid_arg));
+    /* settings: rangefloat_mode=paper makes fft_topk's variant 1, the blob carries it */
+    Settings st = settings_defaults();
+    std::string err;
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::rangefloat_mode, "paper", &st, &err)), 0);
+    CodecParams sp;
+    assert_int_equal(static_cast<int>(codec_params_from_settings(codec_fft_topk_ops, st, &sp)), 0);
+    assert_int_equal(sp.variant, rf::kModePaper);
+    std::vector<uint8_t> blob(blob_max_bytes(codec_fft_topk_ops, w.size(), sp));
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(blob_encode(codec_fft_topk_ops, sp, w.data(), w.size(), blob.data(), blob.size(), &len)), 0);
+    assert_int_equal(blob[8], rf::kModePaper);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, w.size(), v.data(), false, simd_detect(), 2)), 0);
+}
+
 }  // namespace
 
 int main() {
@@ -361,6 +425,7 @@ int main() {
         cmocka_unit_test(given_corrupt_payload_when_decoding_expect_corrupt),
         cmocka_unit_test(given_random_damage_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
+        cmocka_unit_test(given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_header),
     };
     return cmocka_run_group_tests_name("fft_topk", tests, nullptr, nullptr);
 }

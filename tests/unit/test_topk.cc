@@ -7,6 +7,8 @@
 #include <numeric>
 
 #include "policy.h"
+#include "schedule.h"
+#include "state.h"
 #include "topk/select.h"
 #include "topk/topk.h"
 #include "testutil.h"
@@ -259,6 +261,106 @@ void given_settings_when_going_through_the_blob_layer_expect_roundtrip(void **) 
     for (size_t i = 0; i < n; ++i) assert_true(y[i] == (kept[i] ? x[i] : 0.0f));
 }
 
+/* ---------------------------------------------------------------- θ schedule */
+/* The schedules, call by call, against their formulas written out here (Theorem 3.5:
+ * θ_t^2 = L η_t; the step learning rate; linear; Figure 13's single step). */
+void given_theta_schedules_when_counting_calls_expect_the_formulas(void **) {
+    Settings s = settings_defaults();
+    std::string err;
+    s.theta = 0.9;
+    s.theta_end = 0.0;
+    s.theta_calls = 100;
+    s.theta_gamma = 0.1;
+    auto with = [&](const char *kind) {
+        assert_int_equal(static_cast<int>(setting_parse(SettingId::theta_schedule, kind, &s, &err)), 0);
+        return theta_schedule_from(s);
+    };
+    /* none: theta */
+    const ThetaSchedule none = with("none");
+    for (uint64_t t : {0ull, 1ull, 99ull, 100000ull}) assert_true(theta_at(none, t) == 0.9);
+    /* paper: diminishing step η_t = η0 T/(T+t) (Σ η = ∞, Σ η^2 < ∞) and θ_t^2 = L η_t with
+     * L η0 = θ0^2: θ_t^2 / η_t is the constant L, θ_t falls monotonically to 0 */
+    const ThetaSchedule paper = with("paper");
+    const double eta0 = 0.01, L = 0.81 / eta0;
+    double prev = 1;
+    for (uint64_t t = 0; t < 5000; ++t) {
+        const double eta = eta0 * 100.0 / (100.0 + static_cast<double>(t)), th = theta_at(paper, t);
+        if (std::fabs(th * th - L * eta) > 1e-12) fail_msg("paper t=%llu: theta %.17g, sqrt(L eta) %.17g", (unsigned long long)t, th, std::sqrt(L * eta));
+        assert_true(th < prev);
+        prev = th;
+    }
+    assert_true(theta_at(paper, 0) == 0.9);
+    assert_true(std::fabs(theta_at(paper, 100) - 0.9 / std::sqrt(2.0)) < 1e-15); /* η halved after T calls */
+    assert_true(std::fabs(theta_at(paper, 9900) - 0.09) < 1e-15);                /* η / 100 -> θ / 10 */
+    /* with a floor: θ_end + (θ0 - θ_end) sqrt(T / (T + t)) */
+    s.theta_end = 0.5;
+    const ThetaSchedule paper_floor = theta_schedule_from(s);
+    for (uint64_t t : {0ull, 1ull, 300ull, 1000000ull})
+        assert_true(std::fabs(theta_at(paper_floor, t) - (0.5 + 0.4 * std::sqrt(100.0 / (100.0 + t)))) < 1e-15);
+    s.theta_end = 0.0;
+    /* paper_step: η divided by 10 every T calls -> θ by sqrt(10) */
+    const ThetaSchedule pstep = with("paper_step");
+    for (uint64_t t = 0; t < 400; ++t) {
+        const double want = 0.9 / std::pow(std::sqrt(10.0), static_cast<double>(t / 100));
+        if (std::fabs(theta_at(pstep, t) - want) > 1e-15) fail_msg("paper_step t=%llu: %.17g vs %.17g", (unsigned long long)t, theta_at(pstep, t), want);
+    }
+    /* linear from 0.9 to 0.3 over 100 calls */
+    s.theta_end = 0.3;
+    const ThetaSchedule lin = with("linear");
+    for (uint64_t t = 0; t < 300; ++t) {
+        const double want = t >= 100 ? 0.3 : 0.9 - 0.6 * static_cast<double>(t) / 100.0;
+        if (std::fabs(theta_at(lin, t) - want) > 1e-15) fail_msg("linear t=%llu: %.17g vs %.17g", (unsigned long long)t, theta_at(lin, t), want);
+    }
+    /* step (Figure 13: 0.9, then 0 from call T) */
+    s.theta_end = 0.0;
+    const ThetaSchedule step = with("step");
+    for (uint64_t t = 0; t < 300; ++t) assert_true(theta_at(step, t) == (t < 100 ? 0.9 : 0.0));
+}
+
+/* policy_plan: θ comes from the count of calls of the same (collective, count), never from
+ * the buffer address (which differs between ranks); other codecs are untouched. */
+void given_theta_schedule_when_planning_expect_per_shape_counts_not_addresses(void **) {
+    CommState st;
+    st.settings = settings_defaults();
+    std::string err;
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::codec, "topk", &st.settings, &err)), 0);
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::theta_schedule, "linear", &st.settings, &err)), 0);
+    st.settings.theta = 0.9;
+    st.settings.theta_end = 0.5;
+    st.settings.theta_calls = 4;
+    const ThetaSchedule sch = theta_schedule_from(st.settings);
+    uint64_t ta = 0, tc = 0;
+    for (int i = 0; i < 12; ++i) {
+        Plan p;
+        /* the same shape (allreduce of 1000): one count (policy_plan takes no address at all) */
+        assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 1000, -1, &p)), 0);
+        assert_true(p.params.theta == static_cast<float>(theta_at(sch, ta++)));
+        if (i % 3 == 0) { /* another shape counts on its own */
+            assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 500, -1, &p)), 0);
+            assert_true(p.params.theta == static_cast<float>(theta_at(sch, tc++)));
+            assert_int_equal(static_cast<int>(policy_plan(st, Coll::allgather, 1000, -1, &p)), 0);
+        }
+    }
+    assert_true(theta_at(sch, 0) == 0.9 && theta_at(sch, 11) == 0.5);
+    /* fft_topk follows the schedule too; rangefloat (no theta) does not count */
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::codec, "fft_topk", &st.settings, &err)), 0);
+    Plan p;
+    assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 777, -1, &p)), 0);
+    assert_true(p.params.theta == 0.9f);
+    assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 777, -1, &p)), 0);
+    assert_true(p.params.theta == static_cast<float>(theta_at(sch, 1)));
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::codec, "rangefloat", &st.settings, &err)), 0);
+    const size_t shapes = st.sched.calls.size();
+    assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 999, -1, &p)), 0);
+    assert_int_equal(st.sched.calls.size(), shapes);
+    /* schedule none: the fixed theta, nothing counted */
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::codec, "topk", &st.settings, &err)), 0);
+    assert_int_equal(static_cast<int>(setting_parse(SettingId::theta_schedule, "none", &st.settings, &err)), 0);
+    assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 1000, -1, &p)), 0);
+    assert_true(p.params.theta == 0.9f);
+    assert_int_equal(st.sched.calls.size(), shapes);
+}
+
 }  // namespace
 
 int main() {
@@ -272,6 +374,8 @@ int main() {
         cmocka_unit_test(given_zero_vector_when_encoding_expect_first_indices_kept),
         cmocka_unit_test(given_random_damage_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
+        cmocka_unit_test(given_theta_schedules_when_counting_calls_expect_the_formulas),
+        cmocka_unit_test(given_theta_schedule_when_planning_expect_per_shape_counts_not_addresses),
     };
     return cmocka_run_group_tests_name("topk", tests, nullptr, nullptr);
 }

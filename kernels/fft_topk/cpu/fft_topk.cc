@@ -233,8 +233,9 @@ void transforms_only(const float *x, size_t n, uint32_t param, float *y, int thr
 }
 
 Status encode(const float *in, size_t n, int N, uint32_t param, double theta, uint8_t *out, size_t cap,
-              size_t *len, SimdLevel lvl, int threads) {
+              size_t *len, SimdLevel lvl, int threads, int mode) {
     if (N < rf::kBitsMin || N > rf::kBitsMax || !(theta >= 0.0 && theta < 1.0)) return Status::invalid_arg;
+    if (!rf::mode_ok(mode)) return Status::invalid_arg;
     if (lvl > simd_detect()) lvl = simd_detect();
     const Layout L = layout(n, param);
     const uint64_t k = sparse::keep_count(L.C, theta);
@@ -257,7 +258,7 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
     uint8_t *bitmap = out + kHeaderBytes;
     uint8_t *codes = bitmap + L.Cp / 8;
     if (n == 0) {
-        rf::write_range(out, rf::fit_mantissa(rf::Stats{}, N), rf::Stats{});
+        CMPI_CHECK(rf::quantize_mode(nullptr, 0, N, mode, out, codes, lvl, threads));
         *len = need;
         return Status::ok;
     }
@@ -330,23 +331,20 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
         }
     }
 
-    /* quantise the kept parts with the range-based float fitted to them */
-    rf::Stats ks;
-    rf::gather_stats(kept, 2 * k, &ks, threads, lvl);
-    const int m = rf::fit_mantissa(ks, N);
-    rf::write_range(out, m, ks);
-    rf::quantize_pack(kept, 2 * k, rf::make_format(N, m, ks.amax), codes, lvl, threads);
+    /* quantise the kept parts with the range-based float (either mode) fitted to them */
+    const Status qs = rf::quantize_mode(kept, 2 * k, N, mode, out, codes, lvl, threads);
+    if (qs != Status::ok) return qs == Status::nonfinite ? Status::unsupported : qs; /* cannot happen: finite */
     *len = need;
     return Status::ok;
 }
 
 Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
-              int threads) {
+              int threads, int mode) {
     if (N < rf::kBitsMin || N > rf::kBitsMax || len < kHeaderBytes) return Status::corrupt;
     if (lvl > simd_detect()) lvl = simd_detect();
     const Layout L = layout(n, param);
-    rf::Format f;
-    CMPI_CHECK(rf::read_range(in, N, &f));
+    rf::Quant f;
+    CMPI_CHECK(rf::read_header(in, N, mode, &f));
     const int sc = in[12];
     if (in[13] | in[14] | in[15]) return Status::corrupt;
     const uint64_t k = get64(in + 16);
@@ -371,7 +369,7 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
     }
     if (bad || total != k) return Status::corrupt;
 
-    rf::unpack_dequant(codes, 2 * k, f, vals, false, lvl, threads);
+    rf::dequantize_mode(codes, 2 * k, f, vals, false, lvl, threads);
 
     /* overflow bound per block: the unnormalised inverse transform (and every partial sum in
      * it) is at most 2 sum(|re| + |im|) over the block's kept coefficients, the output that
@@ -449,7 +447,8 @@ namespace {
 
 Status ft_check(const CodecParams &p) {
     if (p.bits < rf::kBitsMin || p.bits > rf::kBitsMax) return Status::invalid_arg;
-    return p.variant == 0 && p.param <= kMaxBlock ? Status::ok : Status::invalid_arg;
+    /* variant: the range-based float's mode (rf::kModeRangeSign, rf::kModePaper) */
+    return rf::mode_ok(p.variant) && p.param <= kMaxBlock ? Status::ok : Status::invalid_arg;
 }
 /* Exact for the encoder's theta; a decoder (theta = 0 from the header) gets the bound for
  * every coefficient kept, which is >= the size for any k. */
@@ -460,15 +459,15 @@ size_t ft_max_payload(size_t n, const CodecParams &p) {
 }
 Status ft_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(ft_check(p));
-    return encode(in, n, p.bits, p.param, p.theta, out, cap, len, p.simd, p.threads);
+    return encode(in, n, p.bits, p.param, p.theta, out, cap, len, p.simd, p.threads, p.variant);
 }
 Status ft_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
     if (ft_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads);
+    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
 }
 Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
     if (ft_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads);
+    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
 }
 
 }  // namespace

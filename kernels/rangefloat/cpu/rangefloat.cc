@@ -303,48 +303,225 @@ void unpack_dequant(const uint8_t *in, size_t cnt, const Format &f, float *out, 
     }
 }
 
-Status encode(const float *in, size_t n, int N, uint8_t *out, SimdLevel lvl, int threads) {
-    if (N < kBitsMin || N > kBitsMax) return Status::invalid_arg;
-    Stats st;
-    if (gather_stats(in, n, &st, threads, lvl)) return Status::nonfinite;
-    const int m = fit_mantissa(st, N);
-    write_range(out, m, st);
-    quantize_pack(in, n, make_format(N, m, st.amax), out + kRangeHeaderBytes, lvl, threads);
+/* ---------------------------------------------------------------- paper mode */
+PaperFormat paper_tune(int N, int m, float min, float max) {
+    PaperFormat f;
+    f.bits = N;
+    f.m = m;
+    const int s = 23 - m;
+    const uint32_t cmax = f.cmax(), qlim = paper_qlimit(m);
+    const uint32_t qtop = max > 0 ? f2u(max) >> s : 0; /* q(max); 0: no positive value */
+    const float need = min < 0 ? -min : 0.0f;            /* |min| the code 1..1 must reach */
+    /* P(pbase) = qtop - pbase + 1 (1 without positives); allowed: pbase >= 1, P >= 1,
+     * P <= cmax - 1 (one negative code at least), every pattern a finite fp32 */
+    auto P_of = [&](uint32_t pb) { return qtop ? qtop - pb + 1 : 1u; };
+    auto neg_top = [&](uint32_t pb) { return static_cast<uint64_t>(cmax - P_of(pb)) + pb - 1; }; /* 1..1 */
+    uint32_t lo = 1, hi = qtop ? qtop : qlim;
+    if (qtop && qtop + 2 > cmax) lo = std::max<uint32_t>(lo, qtop + 2 - cmax); /* P <= cmax - 1 */
+    { /* neg_top(pb) <= qlim: cmax - qtop + 2 pb - 2 (qtop > 0), or cmax + pb - 2 (qtop = 0) */
+        const int64_t lim = qtop ? (static_cast<int64_t>(qlim) + qtop + 2 - cmax) / 2
+                                 : static_cast<int64_t>(qlim) + 2 - cmax;
+        if (lim < static_cast<int64_t>(hi)) hi = static_cast<uint32_t>(std::max<int64_t>(lim, lo));
+    }
+    if (hi < lo) hi = lo;
+    /* smallest pb in [lo, hi] with decode(1..1) <= min, i.e. neg_top(pb) << s >= |min| */
+    auto covers = [&](uint32_t pb) { return neg_top(pb) <= qlim && u2f(static_cast<uint32_t>(neg_top(pb)) << s) >= need; };
+    uint32_t a = lo, b = hi;
+    if (!covers(b)) {
+        a = b; /* min out of reach: the widest negative range */
+    } else {
+        while (a < b) {
+            const uint32_t mid = a + (b - a) / 2;
+            if (covers(mid)) b = mid;
+            else a = mid + 1;
+        }
+    }
+    f.pbase = a;
+    f.P = P_of(a);
+    return f;
+}
+
+namespace {
+struct SignedRange {
+    float lo = 0, hi = 0;
+    bool bad = false;
+};
+SignedRange signed_range(const float *in, size_t n, int threads) {
+    const size_t nb = (n + kBlock - 1) / kBlock;
+    float lo = 0, hi = 0; /* 0 included: max <= 0 means no positive value */
+    int bad = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1) \
+    reduction(min : lo) reduction(max : hi) reduction(| : bad)
+    for (size_t b = 0; b < nb; ++b) {
+        for (size_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) {
+            const float v = in[i];
+            bad |= (f2u(v) & 0x7F800000u) == 0x7F800000u;
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    }
+    return {lo, hi, bad != 0};
+}
+}  // namespace
+
+bool paper_fit(const float *in, size_t n, int N, PaperFormat *out, int threads) {
+    const SignedRange r = signed_range(in, n, threads);
+    if (r.bad) return false;
+    /* squared error of every m over a fixed sample (all values below 2^16, else every
+     * stride-th plus min and max), summed in index order: the same choice everywhere */
+    const size_t stride = n < (size_t{1} << 16) ? 1 : std::max<size_t>(8, n >> 18);
+    double best = HUGE_VAL;
+    PaperFormat bestf = paper_tune(N, std::min(N, 23), r.lo, r.hi); /* always valid */
+    for (int m = 1; m <= std::min(N, 23); ++m) {
+        const PaperFormat f = paper_tune(N, m, r.lo, r.hi);
+        if (!paper_valid(f)) continue; /* 2^N codes of m bits run past FLT_MAX (small m, large N) */
+        double err = 0;
+        auto add = [&](float x) {
+            const double d = static_cast<double>(x) - paper_decode_one(paper_encode_one(x, f), f);
+            err += d * d;
+        };
+        for (size_t i = 0; i < n; i += stride) add(in[i]);
+        if (stride > 1) add(r.lo), add(r.hi);
+        if (err <= best) { /* ties: more mantissa bits */
+            best = err;
+            bestf = f;
+        }
+    }
+    *out = bestf;
+    return true;
+}
+
+void write_paper(uint8_t *out, const PaperFormat &f) {
+    out[0] = static_cast<uint8_t>(f.m);
+    out[1] = out[2] = out[3] = 0;
+    std::memcpy(out + 4, &f.pbase, 4);
+    std::memcpy(out + 8, &f.P, 4);
+}
+
+Status read_paper(const uint8_t *in, int N, PaperFormat *f) {
+    PaperFormat g;
+    g.bits = N;
+    g.m = in[0];
+    if (in[1] | in[2] | in[3]) return Status::corrupt;
+    if (g.m < 1 || g.m > std::min(N, 23)) return Status::corrupt;
+    std::memcpy(&g.pbase, in + 4, 4);
+    std::memcpy(&g.P, in + 8, 4);
+    if (!paper_valid(g)) return Status::corrupt;
+    *f = g;
     return Status::ok;
 }
 
-Status decode(const uint8_t *in, size_t len, size_t n, int N, float *out, bool add, SimdLevel lvl, int threads) {
+bool paper_valid(const PaperFormat &g) {
+    if (g.m < 1 || g.m > std::min(g.bits, 23)) return false;
+    const uint32_t qlim = paper_qlimit(g.m);
+    if (g.pbase < 1 || g.pbase > qlim || g.P < 1 || g.P > g.cmax()) return false;
+    if (static_cast<uint64_t>(g.pbase) + g.P - 1 > qlim) return false; /* top positive */
+    return g.P == g.cmax() || static_cast<uint64_t>(g.cmax() - g.P) + g.pbase - 1 <= qlim; /* 1..1 */
+}
+
+namespace {
+void paper_pack(const float *in, size_t cnt, const PaperFormat &f, uint8_t *out, int threads) {
+    const size_t nb = (cnt + kBlock - 1) / kBlock;
+    const PackFn pack = packer(f.bits);
+#pragma omp parallel for num_threads(threads) schedule(static) if (cnt >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nb; ++b) {
+        uint32_t codes[kChunk];
+        const size_t lo = b * kBlock, hi = std::min(cnt, lo + kBlock);
+        for (size_t c = lo; c < hi; c += kChunk) {
+            const size_t k = std::min(kChunk, hi - c);
+            for (size_t j = 0; j < k; ++j) codes[j] = paper_encode_one(in[c + j], f);
+            pack(codes, k, out + (c / 8) * f.bits);
+        }
+    }
+}
+void paper_unpack(const uint8_t *in, size_t cnt, const PaperFormat &f, float *out, bool add, int threads) {
+    const size_t nb = (cnt + kBlock - 1) / kBlock;
+    const UnpackFn unpack = unpacker(f.bits);
+#pragma omp parallel for num_threads(threads) schedule(static) if (cnt >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nb; ++b) {
+        uint32_t codes[kChunk];
+        const size_t lo = b * kBlock, hi = std::min(cnt, lo + kBlock);
+        for (size_t c = lo; c < hi; c += kChunk) {
+            const size_t k = std::min(kChunk, hi - c);
+            unpack(in + (c / 8) * f.bits, k, codes);
+            if (add)
+                for (size_t j = 0; j < k; ++j) out[c + j] += paper_decode_one(codes[j], f);
+            else
+                for (size_t j = 0; j < k; ++j) out[c + j] = paper_decode_one(codes[j], f);
+        }
+    }
+}
+}  // namespace
+
+/* ---------------------------------------------------------------- either mode */
+Status quantize_mode(const float *in, size_t cnt, int N, int mode, uint8_t *hdr, uint8_t *codes, SimdLevel lvl,
+                     int threads) {
+    if (N < kBitsMin || N > kBitsMax || !mode_ok(mode)) return Status::invalid_arg;
+    if (mode == kModePaper) {
+        PaperFormat f;
+        if (!paper_fit(in, cnt, N, &f, threads)) return Status::nonfinite;
+        write_paper(hdr, f);
+        paper_pack(in, cnt, f, codes, threads);
+        return Status::ok;
+    }
+    Stats st;
+    if (gather_stats(in, cnt, &st, threads, lvl)) return Status::nonfinite;
+    const int m = fit_mantissa(st, N);
+    write_range(hdr, m, st);
+    quantize_pack(in, cnt, make_format(N, m, st.amax), codes, lvl, threads);
+    return Status::ok;
+}
+
+Status read_header(const uint8_t *hdr, int N, int mode, Quant *q) {
+    if (N < kBitsMin || N > kBitsMax || !mode_ok(mode)) return Status::corrupt;
+    q->mode = static_cast<uint8_t>(mode);
+    return mode == kModePaper ? read_paper(hdr, N, &q->pf) : read_range(hdr, N, &q->rs);
+}
+
+void dequantize_mode(const uint8_t *codes, size_t cnt, const Quant &q, float *out, bool add, SimdLevel lvl,
+                     int threads) {
+    if (q.mode == kModePaper) paper_unpack(codes, cnt, q.pf, out, add, threads);
+    else unpack_dequant(codes, cnt, q.rs, out, add, lvl, threads);
+}
+
+Status encode(const float *in, size_t n, int N, uint8_t *out, SimdLevel lvl, int threads, int mode) {
+    return quantize_mode(in, n, N, mode, out, out + kRangeHeaderBytes, lvl, threads);
+}
+
+Status decode(const uint8_t *in, size_t len, size_t n, int N, float *out, bool add, SimdLevel lvl, int threads,
+              int mode) {
     if (N < kBitsMin || N > kBitsMax) return Status::corrupt;
     if (len != kRangeHeaderBytes + packed_bytes(n, N)) return Status::corrupt;
-    Format f;
-    CMPI_CHECK(read_range(in, N, &f));
-    unpack_dequant(in + kRangeHeaderBytes, n, f, out, add, lvl, threads);
+    Quant q;
+    CMPI_CHECK(read_header(in, N, mode, &q));
+    dequantize_mode(in + kRangeHeaderBytes, n, q, out, add, lvl, threads);
     return Status::ok;
 }
 
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
+/* variant: the mode (kModeRangeSign = 0, kModePaper = 1) */
 Status rf_check(const CodecParams &p) {
     if (p.bits < kBitsMin || p.bits > kBitsMax) return Status::invalid_arg;
-    return p.variant == 0 && p.param == 0 ? Status::ok : Status::invalid_arg;
+    return mode_ok(p.variant) && p.param == 0 ? Status::ok : Status::invalid_arg;
 }
 size_t rf_max_payload(size_t n, const CodecParams &p) { return kRangeHeaderBytes + packed_bytes(n, p.bits); }
 Status rf_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(rf_check(p));
     const size_t need = rf_max_payload(n, p);
     if (cap < need) return Status::invalid_arg;
-    CMPI_CHECK(encode(in, n, p.bits, out, p.simd, p.threads));
+    CMPI_CHECK(encode(in, n, p.bits, out, p.simd, p.threads, p.variant));
     *len = need;
     return Status::ok;
 }
 Status rf_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
     if (rf_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, out, false, p.simd, p.threads);
+    return decode(in, len, n, p.bits, out, false, p.simd, p.threads, p.variant);
 }
 Status rf_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
     if (rf_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, acc, true, p.simd, p.threads);
+    return decode(in, len, n, p.bits, acc, true, p.simd, p.threads, p.variant);
 }
 
 }  // namespace
@@ -353,7 +530,7 @@ Status rf_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams 
 namespace compmpi {
 extern const CodecOps codec_rangefloat_ops = {
     CodecId::rangefloat, "rangefloat",
-    "range-based N-bit float (Wang et al.): exponent window fitted to the buffer's [min|x|, max|x|], round to nearest",
+    "range-based N-bit float (Wang et al.): variant 0 range_sign (sign bit, exponent window fitted to [min|x|, max|x|], round to nearest), 1 paper (Algorithm 1: offset codes, truncation, tuned eps)",
     0,
     8, rf::kBitsMin, rf::kBitsMax, 1,
     rf::rf_check, rf::rf_max_payload, nullptr, rf::rf_encode, rf::rf_decode, rf::rf_decode_add, nullptr,
