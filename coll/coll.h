@@ -82,9 +82,11 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root);
 uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
                     size_t *len = nullptr);
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out);
-/* Codecs with CODEC_SHARED_SCALE: every rank computes prepare() on its data, the ranks
- * MAX-reduce it, and c.params.shared_scale takes the result. Returns nonfinite on every
- * rank if any rank's data held NaN/Inf (nothing was sent yet, the caller falls back). */
+/* Codecs with CODEC_SHARED_SCALE: every rank computes prepare() on its whole contribution,
+ * the ranks MAX-reduce it, and c.params.shared_scale takes the result; a clip threshold
+ * prepare() reports (terngrad: c sigma of the whole buffer) goes to c.params.clip_at, so
+ * that every chunk and segment is clipped alike. Returns nonfinite on every rank if any
+ * rank's data held NaN/Inf (nothing was sent yet, the caller falls back). */
 Status coll_shared_scale(CollCtx &c, const float *in, size_t n);
 /* The input the codec should see: in + residual when error feedback is on (written to a
  * workspace), else in itself. */

@@ -77,9 +77,12 @@ Status coll_flag_status(uint8_t flags) {
 Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
     if (!(c.codec->flags & CODEC_SHARED_SCALE) || !c.codec->prepare) return Status::ok;
     double stat = 0;
+    float clip_at = 0;
     {
         ScopedTimer t(c.stats->ns_encode);
-        Status s = c.be->prepare(c.be_ctx, *c.codec, c.params, in, n, &stat);
+        CodecParams q = c.params;
+        q.clip_out = &clip_at;
+        Status s = c.be->prepare(c.be_ctx, *c.codec, q, in, n, &stat);
         if (s != Status::ok || !std::isfinite(stat)) stat = HUGE_VAL; /* every rank falls back */
     }
     double all = 0;
@@ -94,6 +97,8 @@ Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
     c.stats->bytes_wire += sizeof(double) * static_cast<size_t>(c.size - 1);
     if (!std::isfinite(all)) return Status::nonfinite;
     c.params.shared_scale = all;
+    /* the clip threshold of this rank's whole contribution, for every chunk and segment */
+    if (clip_at > 0) c.params.clip_at = clip_at;
     return Status::ok;
 }
 

@@ -55,6 +55,13 @@ struct CodecParams {
     uint64_t stream = 0;
     float theta = 0;         /* sparsifiers: fraction of values dropped */
     float clip = 0;          /* terngrad: clip at clip * sigma (0 = off) */
+    /* terngrad: the clip threshold of the whole contribution (clip * sigma of the buffer,
+     * +inf = none), decided once by the collective before the buffer is cut into chunks and
+     * segments; 0 = clip * sigma of the data being encoded (direct callers) */
+    float clip_at = 0;
+    /* prepare() writes the clip threshold it applied here when non-null (the collective
+     * passes it back in clip_at); host memory */
+    float *clip_out = nullptr;
     uint32_t bucket = 0;     /* per-bucket scalers: elements per bucket (0 = whole buffer) */
     uint32_t block = 0;      /* blockwise transforms: elements per block (0 = whole buffer) */
     int nranks = 1;          /* ranks whose contributions a reduced value sums */
@@ -85,7 +92,8 @@ struct CodecOps {
     /* Upper bound on the payload for n elements (exact for non-sparse codecs). */
     size_t (*max_payload)(size_t n, const CodecParams &p);
     /* Optional (CODEC_SHARED_SCALE): a statistic of the data that ranks MAX-reduce and hand
-     * back in p.shared_scale. Returns nonfinite if the data holds NaN/Inf. */
+     * back in p.shared_scale. Returns nonfinite if the data holds NaN/Inf. Called on a rank's
+     * whole contribution; a codec that clips reports its threshold through p.clip_out. */
     Status (*prepare)(const float *in, size_t n, const CodecParams &p, double *stat);
     /* Encode n floats into out (capacity cap); *len = payload bytes written.
      * Returns Status::nonfinite (output unspecified) if the input holds NaN or Inf. */

@@ -71,6 +71,11 @@ tests_mpi_t_awp_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_hints_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_threads_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_ef_LDFLAGS = $(MPITEST_NOINSTALL)
+# t_unbiased: mean of many compressed allreduces = the clipped / exact sum (terngrad, qsgd)
+MPITEST_PROGS += tests/mpi/t_unbiased
+tests_mpi_t_unbiased_SOURCES = tests/mpi/t_unbiased.c tests/mpi/mpitest.h
+tests_mpi_t_unbiased_LDADD = libcompmpi.la -lm
+tests_mpi_t_unbiased_LDFLAGS = $(MPITEST_NOINSTALL)
 # theta schedule (src/schedule.h)
 MPITEST_PROGS += tests/mpi/t_theta
 tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h

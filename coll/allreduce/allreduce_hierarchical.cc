@@ -2,36 +2,113 @@
  *
  *   node A: r0 r1 r2 ──PMPI_Reduce (exact, shared memory)──► leader a = sum of node A
  *   node B: r3 r4    ──PMPI_Reduce──────────────────────────► leader b = sum of node B
- *   leaders a, b: compressed allreduce (two-phase or sparse) over the leaders' communicator
+ *   leaders a, b: compressed allreduce (two-phase, or sparse) over the leaders' communicator
  *   every node: leader ──PMPI_Bcast (exact)──► its ranks
  *
  * Every rank ends with its leader's result, and the leaders' results are bit-identical, so
  * the invariant holds. If the leaders fall back (NaN/Inf, local error), they run the exact
  * PMPI_Allreduce over the node sums; the broadcast carries whichever result they got, so the
- * other ranks never need to know. Error feedback applies to the leaders' inputs (node sums). */
+ * other ranks never need to know. Error feedback applies to the leaders' inputs (node sums).
+ *
+ * Clipping codecs (terngrad, paper eq. 21: every worker clips its own gradient at c sigma of
+ * that gradient before ternarising): every rank clips its contribution at its own threshold
+ * (prepare() on its whole buffer) before the node reduce, and the leaders ternarise the node
+ * sums of clipped gradients without clipping again, with a scaler shared among the leaders
+ * (eq. 4 over the node sums). Each node sum's ternary is unbiased for it, so
+ * E[result] = sum over all ranks of the clipped gradients, as in the flat algorithm. A
+ * MAX-allreduce over the whole communicator first tells every rank whether some rank's data
+ * holds NaN/Inf; if so nothing is written and the caller runs the exact collective on the
+ * raw inputs. (After that check, a leaders' fallback -- a local error, or node sums that
+ * overflow -- is exact over the node sums of clipped data.) */
+#include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
 
 #include "coll.h"
 
 namespace compmpi {
+
+namespace {
+
+/* dst = src clamped to [-cs, cs] (cs = +inf: a copy), in the backend's memory. */
+Status clamp_copy(CollCtx &c, const float *src, size_t n, float cs, float *dst) {
+    auto clamp = [cs](const float *x, float *y, size_t m) {
+        for (size_t i = 0; i < m; ++i) y[i] = std::min(std::max(x[i], -cs), cs);
+    };
+    if (c.be == &backend_cpu()) {
+        clamp(src, dst, n);
+        return Status::ok;
+    }
+    /* data in another memory (GPU): through a host copy, the `none` codec's verbatim blob */
+    const CodecOps &none = *codec_by_id(static_cast<int>(CodecId::none));
+    const CodecParams np{};
+    const size_t cap = blob_max_bytes(none, n, np);
+    uint8_t *blob = c.st->ws_aux_blob.get(cap);
+    if (!blob) return Status::no_memory;
+    size_t len = 0;
+    if (c.be->encode(c.be_ctx, none, np, src, n, blob, cap, &len) != 0) return Status::corrupt;
+    float *h = reinterpret_cast<float *>(blob + kBlobHeaderBytes); /* 32-byte header: aligned */
+    clamp(h, h, n);
+    return c.be->decode(c.be_ctx, blob, len, n, dst, false, np);
+}
+
+/* dst = src clipped at this rank's threshold (prepare() on its whole contribution). A
+ * MAX-allreduce over c.comm then tells every rank whether some rank's data holds NaN/Inf or
+ * failed locally: nonfinite on every rank then, before anything is written. */
+Status clip_contribution(CollCtx &c, const float *src, size_t n, float *dst) {
+    double stat = 0;
+    {
+        ScopedTimer t(c.stats->ns_encode);
+        float cs = 0;
+        CodecParams q = c.params;
+        q.clip_out = &cs;
+        Status s = c.be->prepare(c.be_ctx, *c.codec, q, src, n, &stat);
+        if (s != Status::ok || !std::isfinite(stat) || !(cs > 0) || clamp_copy(c, src, n, cs, dst) != Status::ok)
+            stat = HUGE_VAL;
+    }
+    double any = 0;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        int rc = PMPI_Allreduce(&stat, &any, 1, MPI_DOUBLE, MPI_MAX, c.comm);
+        if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    }
+    c.stats->bytes_wire += sizeof(double) * static_cast<size_t>(c.size - 1);
+    return std::isfinite(any) ? Status::ok : Status::nonfinite;
+}
+
+}  // namespace
 
 Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
                                    bool sparse) {
     if (n > INT_MAX) return Status::unsupported;
     const int cnt = static_cast<int>(n);
     int rc;
+    const void *contrib = sendbuf; /* what enters the node reduce (MPI_IN_PLACE: out) */
+    const bool clip = !sparse && c.codec->prepare && c.params.clip > 0;
+    if (clip) {
+        const float *mine = sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(sendbuf);
+        float *clipped = c.be->scratch(c.be_ctx, 3, n);
+        if (!clipped) return Status::no_memory;
+        CMPI_CHECK(clip_contribution(c, mine, n, clipped));
+        contrib = clipped;
+    }
     {
         ScopedTimer t(c.stats->ns_comm);
         if (h.node_rank == 0)
-            rc = PMPI_Reduce(sendbuf == MPI_IN_PLACE ? MPI_IN_PLACE : sendbuf, out, cnt, MPI_FLOAT, MPI_SUM, 0, h.node);
+            rc = PMPI_Reduce(contrib, out, cnt, MPI_FLOAT, MPI_SUM, 0, h.node);
         else
-            rc = PMPI_Reduce(sendbuf == MPI_IN_PLACE ? out : sendbuf, nullptr, cnt, MPI_FLOAT, MPI_SUM, 0, h.node);
+            rc = PMPI_Reduce(contrib == MPI_IN_PLACE ? out : contrib, nullptr, cnt, MPI_FLOAT, MPI_SUM, 0, h.node);
     }
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
 
     Status s = Status::ok;
     if (h.node_rank == 0) {
         CollCtx lc = c;
+        if (clip) { /* the node sums are sums of clipped gradients: ternarise, do not clip again */
+            lc.params.clip = 0;
+            lc.params.clip_at = 0;
+        }
         lc.comm = h.leaders;
         PMPI_Comm_rank(h.leaders, &lc.rank);
         PMPI_Comm_size(h.leaders, &lc.size);

@@ -1,25 +1,37 @@
 /* Compressed allreduce, two phases (reduce-scatter then allgather), for dense codecs,
- * pipelined over segments.
+ * pipelined over segments; and the allgather path for codecs quantised once per contribution.
  *
  * Each segment of the buffer (chunk_bytes long) is split into P chunks; rank j owns chunk j.
  * E() = encode, D() = decode.
  *
- *   phase 1 (alltoall of blobs)          rank r receives E(x_j[r]) from every j != r
- *       r0: E(x0[1]) E(x0[2]) ...  ──►   acc_r = sum over j = 0..P-1 in rank order of
- *       r1: E(x1[0]) E(x1[2]) ...  ──►           (j == r ? x_r[r] : D(E(x_j[r])))   (fp32)
+ *   phase 1 (alltoall of blobs)          rank r receives E(x_j[r]) from every j
+ *       r0: E(x0[0]) E(x0[1]) ...  ──►   acc_r = sum over j = 0..P-1 in rank order of
+ *       r1: E(x1[0]) E(x1[1]) ...  ──►           D(E(x_j[r]))                      (fp32)
  *   phase 2 (allgather of blobs)         every rank receives E2(acc_j) for every j and
  *       r: E2(acc_r)              ──►    writes out[j] = D(E2(acc_j)), its own chunk too,
  *                                        so the result is the same bits on every rank.
+ *
+ * The owner's own chunk x_r[r] is encoded and decoded like the others for stochastic codecs
+ * (terngrad, qsgd: every worker's contribution is quantised, so E[result] = the sum of the
+ * clipped / exact contributions) and for codecs quantised once per contribution (q8); other
+ * codecs (bitpack, fp16, bf16, rangefloat) add it exact.
  *
  * Pipeline (non-blocking PMPI collectives, two blob buffer sets used alternately):
  *
  *   E1(0) ─ I1(0) ─ E1(1) ─ W1(0) D1(0) E2(0) I2(0) ─ I1(1) ─ W2(0) D2(0) ─ E1(2) ─ W1(1) ...
  *                   └ encoding segment 1 overlaps the exchange of segment 0 ┘
  *
- * E2 uses the codec's reduced_params when it has them (terngrad sends the 2P+1 levels of a
- * sum exactly), else the same parameters. Codecs with a shared scale agree on it first
- * (one MAX allreduce of a double per call). With error feedback, x is input + residual and
- * the new residual is what E (chunks j != r) and E2 (the owned chunk) failed to carry.
+ * E2 uses the codec's reduced_params when it has them (terngrad: the 2P+1 levels of a sum of
+ * ternaries exactly; qsgd: 8 bits), fp32 verbatim (codec `none`) for a codec quantised once
+ * per contribution, else the same parameters. Codecs with a shared scale agree on it first,
+ * and on nothing else, once per call on the whole buffer (one MAX allreduce of a double):
+ * terngrad's scaler (eq. 4) and its clip threshold (c sigma of each rank's whole buffer)
+ * are the same for every segment and chunk. With error feedback, x is input + residual and
+ * the new residual is what E and E2 (the owned chunk) failed to carry.
+ *
+ * Allgather path (q8 up to 5 ranks, qsgd at 4 bits 2: no more bytes than two phases): every rank
+ * encodes its whole buffer once, the P blobs are allgathered, and every rank sums
+ * D(b_0) + ... + D(b_{P-1}) in rank order -- the papers' "quantise, send, decode, sum".
  *
  * Traffic per rank ~ 2 (P-1)/P * n * 4 / ratio bytes, like a ring allreduce.
  * Flags (NaN/Inf, local errors) of a segment travel in the owners' phase-2 blobs, so after
@@ -70,16 +82,82 @@ void poke(MPI_Request *req) {
     PMPI_Test(req, &done, MPI_STATUS_IGNORE);
 }
 
-}  // namespace
+/* Codecs whose paper quantises each contribution exactly once and sums the decoded
+ * contributions exactly: Dettmers' 8-bit approximation (each GPU's gradient quantised once,
+ * sent, decoded, summed) and QSGD (Alg. 1: every processor broadcasts its quantised gradient,
+ * every processor sums the decoded ones). Two phases re-encode a partial sum in phase 2,
+ * a second quantisation; these codecs take the allgather path instead whenever it moves no
+ * more bytes (docs/codecs/q8.md "In MPI_Allreduce", docs/codecs/qsgd.md). (A codec-table
+ * flag would be the place for this; kernels/q8 belongs to another branch.) */
+bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
 
-Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
+/* Allgather of whole-buffer blobs: every rank encodes its whole contribution once (one
+ * scale for the buffer), the ranks allgather the P blobs (dense codec: fixed stride, flags in
+ * the headers) and every rank sums D(b_0) + D(b_1) + ... + D(b_{P-1}) in rank order, so the
+ * result has the same bits everywhere. `out` is written only after the exchange. */
+Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size, r = c.rank;
     const float *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
+    const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
+    uint8_t *all = c.st->ws_recv.get(S * static_cast<size_t>(P));
+    if (!all) return Status::no_memory;
+    {
+        ScopedTimer t(c.stats->ns_encode);
+        CodecParams p = c.params;
+        p.stream = rng_stream(r, c.st->calls, 1, 0);
+        coll_encode(c, p, src, n, all + S * r, S);
+        if (c.ef_new) coll_ef_update(c, all + S * r, S, src, n, c.ef_new);
+    }
+    c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+    c.stats->bytes_uncompressed_wire += 2 * n * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+    CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, S));
+    uint8_t flags = 0;
+    for (int j = 0; j < P; ++j) {
+        BlobInfo info;
+        flags |= blob_peek(all + S * j, S, n, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+    }
+    CMPI_CHECK(coll_flag_status(flags));
+    ScopedTimer t(c.stats->ns_decode);
+    for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + S * j, S, n, out, j > 0, c.params));
+    return Status::ok;
+}
+
+}  // namespace
+
+Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
+    const int P = c.size, r = c.rank;
     c.params.nranks = P;
+    /* phase 2: the codec's reduced_params (terngrad: the 2P+1 levels exactly; qsgd: 8 bits),
+     * else fp32 verbatim for a codec quantised once per contribution (q8), else the same
+     * parameters */
+    const CodecOps *codec2 = c.codec;
     CodecParams p2 = c.params;
-    if (c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) != Status::ok) p2 = c.params;
+    const bool reduced = c.codec->reduced_params && c.codec->reduced_params(c.params, &p2) == Status::ok;
+    if (!reduced) p2 = c.params;
+    if (!reduced && quantise_once(*c.codec)) {
+        codec2 = codec_by_id(static_cast<int>(CodecId::none));
+        p2 = CodecParams{};
+        p2.simd = c.params.simd;
+        p2.threads = c.params.threads;
+    }
+    if (quantise_once(*c.codec)) {
+        /* the allgather path when it moves no more bytes per rank than two phases:
+         * (P-1) |E(n)| <= (P-1) (|E(n/P)| + |E2(n/P)|) -- the same numbers on every rank.
+         * q8 (E2 = fp32): P <= 5; qsgd (E2 = 8 bits): P <= (bits + 8) / bits, 2 at 4 bits */
+        const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
+        const size_t gather = blob_max_bytes(*c.codec, n, c.params);
+        const size_t two = blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2);
+        if (gather <= two) return allreduce_gather(c, in, out, n);
+    }
+    const float *src = coll_ef_input(c, in, n);
+    if (!src) return Status::no_memory;
+    CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer, not per segment or chunk */
+    /* every contribution is quantised, the owner's chunk too, for stochastic codecs (terngrad,
+     * qsgd: each worker's gradient is quantised, paper eq. 1-4 / Alg. 1) and for codecs
+     * quantised once per contribution; other codecs keep the owner's chunk exact */
+    const bool own_encoded = (c.codec->flags & CODEC_STOCHASTIC) || quantise_once(*c.codec);
 
     /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */
     const uint64_t seg_bytes = c.st->settings.chunk_bytes;
@@ -91,13 +169,19 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     chunk_range(seg, P, 0, &lo0, &base_max);
     /* each phase its own stride: phase 2 may be wider (terngrad's levels) */
     const size_t S = (blob_max_bytes(*c.codec, base_max, c.params) + 63) / 64 * 64;
-    const size_t S2 = (blob_max_bytes(*c.codec, base_max, p2) + 63) / 64 * 64;
+    const size_t S2 = (blob_max_bytes(*codec2, base_max, p2) + 63) / 64 * 64;
     if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
     const int Si = static_cast<int>(S), S2i = static_cast<int>(S2);
     uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
     uint8_t *recvbuf = c.st->ws_recv.get(2 * (S + S2) * P);
     float *acc = c.be->scratch(c.be_ctx, 0, base_max);
     if (!sendbuf || !recvbuf || !acc) return Status::no_memory;
+    /* phase-2 error of the owner's chunk, for error feedback when that chunk was encoded */
+    float *d2 = nullptr;
+    if (c.ef_new && own_encoded && !(codec2->flags & CODEC_LOSSLESS)) {
+        d2 = c.be->scratch(c.be_ctx, 2, base_max);
+        if (!d2) return Status::no_memory;
+    }
 
     std::vector<Segment> sg(nseg);
     for (size_t k = 0; k < nseg; ++k) {
@@ -111,7 +195,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {
         ScopedTimer t(c.stats->ns_encode);
         for (int j = 0; j < P; ++j) {
-            if (j == r) continue;
+            if (j == r && !own_encoded) continue;
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
             CodecParams p = c.params;
@@ -136,11 +220,12 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         {
             ScopedTimer t(c.stats->ns_decode);
             for (int j = 0; j < P && !flags; ++j) {
-                if (j == r) {
+                if (j == r && !own_encoded) {
                     if (j == 0) c.be->copy(c.be_ctx, acc, src + g.lo + lo_r, len_r);
                     else c.be->add(c.be_ctx, acc, src + g.lo + lo_r, len_r);
                 } else {
-                    Status s = c.be->decode(c.be_ctx, g.recv + S * j, S, len_r, acc, j > 0, c.params);
+                    const uint8_t *blob = j == r ? g.send + S * r : g.recv + S * j;
+                    Status s = c.be->decode(c.be_ctx, blob, S, len_r, acc, j > 0, c.params);
                     if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
                     else if (s != Status::ok) flags |= BLOB_ABANDON;
                 }
@@ -152,8 +237,18 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             CodecParams p = p2;
             p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
             if (flags) coll_write_flag(c, p, len_r, flags, mine);
-            else coll_encode(c, p, acc, len_r, mine, S2);
-            if (c.ef_new && !flags) coll_ef_update(c, mine, S2, acc, len_r, c.ef_new + g.lo + lo_r);
+            else c.be->encode(c.be_ctx, *codec2, p, acc, len_r, mine, S2, nullptr);
+            /* the residual also owes what phase 2 failed to carry of the sum (terngrad on the
+             * shared grid, q8's fp32 phase 2: nothing): all of the owner's residual when its
+             * chunk entered exact, else added to its phase-1 residual */
+            if (c.ef_new && !flags) {
+                if (!own_encoded) {
+                    coll_ef_update(c, mine, S2, acc, len_r, c.ef_new + g.lo + lo_r);
+                } else if (d2) {
+                    coll_ef_update(c, mine, S2, acc, len_r, d2);
+                    c.be->add(c.be_ctx, c.ef_new + g.lo + lo_r, d2, len_r);
+                }
+            }
         }
         c.stats->bytes_wire += S2 * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);

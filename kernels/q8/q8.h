@@ -1,21 +1,33 @@
 /* q8: Dettmers' 8-bit data types ("8-Bit Approximations for Parallelism in Deep Learning",
- * ICLR 2016). Values are divided by the buffer's max-abs and mapped to the NEAREST entry of
- * one of four fixed 256-entry tables; decode is a table lookup times the max-abs.
+ * ICLR 2016; /work/shared/papers/001_*, Section 4 and Table 1), docs/codecs/q8.md.
  *
  * Payload (little-endian), n elements:
- *   off 0  4 bytes  fp32 scale = max |x| (finite, >= 0, sign bit clear)
+ *   off 0  4 bytes  fp32 scale s (finite, >= 0, sign bit clear)
  *   off 4  n bytes  code of element i: bit 7 = sign, bits 0..6 = magnitude code m
- * Header: bits = 8, variant = data type (kDynamicTree..kMantissa, the order of the q8_type
- * setting), param = 0. Decoded value = sign * table(variant)[m] * scale.
+ * Header: bits = 8, variant = type (Type below, = the index of the q8_type setting), param = 0.
+ * Decoded value = sign * magnitudes(variant)[m] * s.
  *
- * Every type is sign + 7-bit magnitude with magnitudes strictly increasing in m and
- * m = 0 meaning 0, so one encoder serves all four (docs/codecs/q8.md has the tables):
- *   dynamic_tree  m = 0^E 1 f (E leading zeros, indicator bit, k = 6-E fraction bits):
- *                 10^-E * (0.1 + 0.9 (f + 1/2) / 2^k); m = 0 -> 0
- *   linear        m / 127
- *   static_tree   m = e:3 | f:4:  10^(e-7) * (0.1 + 0.9 (f + 1/2) / 16); m = 0 -> 0
- *   mantissa      m = e:3 | f:4:  10^(e-7) * (0.1 + 0.9 f / 16);          m = 0 -> 0
- */
+ * The scale is what the paper uses for the type:
+ *   dynamic tree, linear and the *_maxabs / *_nearest variants: s = max |x| of the buffer
+ *     (Section 4.1: "normalize a matrix by dividing by its absolute maximum value");
+ *   static tree, mantissa: s = 10^k, the exponent offset (Table 1 caption: "exponent offset
+ *     of 10^1", 10^2 for N(0, 10^2)); the encoder picks the smallest k in [kOffsetMin,
+ *     kOffsetMax] whose top value s * magnitude(127) is >= max |x| ("fitting offsets for the
+ *     exponent"), encode_offset() takes a fixed k. The decoder accepts only exact fp32(10^k).
+ *
+ * Magnitudes at s = 1 (code m, 7 bits; exact rationals, docs/codecs/q8.md):
+ *   dynamic_tree (0, 4)  m = 0^n 1 f: n leading zeros (exponent 10^-n), indicator bit, 6-n bits
+ *                        f of a bisection tree over (0.1, 1) whose first split is at 0.45:
+ *                        leaf midpoint * 10^-n; m = 1 (n = 6, no tree bit): 0.55e-6; m = 0: 0
+ *   linear (1, 5)        m / 127
+ *   static_tree (2)      m = E:3 f:4: tree node f over (0.1, 1) (first split 0.45, then halves:
+ *                        interval start points) * 10^(E-7)
+ *   mantissa (3)         m = E:3 f:4: the integer f (0..15) * 10^(E-7)
+ *   static_tree_maxabs (6)  E:3 f:4: 10^(E-7) * (0.1 + 0.9 (f + 1/2) / 16); m = 0 -> 0
+ *   mantissa_maxabs (7)     E:3 f:4: 10^(E-7) * (0.1 + 0.9 f / 16);        m = 0 -> 0
+ * Rounding: types 0-3 select the entry as the paper's binary search on the sorted table does
+ * in its published implementation (docs/codecs/q8.md, "Rounding"); 4-7 the nearest entry
+ * (ties to the smaller magnitude). Every code byte is valid. */
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,21 +36,44 @@
 
 namespace compmpi::q8 {
 
-enum Type : uint8_t { kDynamicTree = 0, kLinear = 1, kStaticTree = 2, kMantissa = 3 };
-inline constexpr int kNumTypes = 4;
+enum Type : uint8_t {
+    kDynamicTree = 0,
+    kLinear = 1,
+    kStaticTree = 2,
+    kMantissa = 3,
+    kDynamicTreeNearest = 4,
+    kLinearNearest = 5,
+    kStaticTreeMaxabs = 6,
+    kMantissaMaxabs = 7,
+};
+inline constexpr int kNumTypes = 8;
 inline constexpr size_t kScaleBytes = 4;
+/* exponent offsets 10^k the static tree and mantissa types can carry (fp32(10^k) and
+ * 1/fp32(10^k) normal, top value finite) */
+inline constexpr int kOffsetMin = -29, kOffsetMax = 37;
 
-/* The 128 magnitudes of a type (index = magnitude code), strictly increasing, [0] = 0,
- * all <= 1; built once, on first use. nullptr for an unknown type. */
+/* true for the types whose scale is an exponent offset 10^k (static_tree, mantissa) */
+bool has_offset(int type);
+/* fp32(10^k), correctly rounded; 0 outside [kOffsetMin, kOffsetMax] */
+float offset_scale(int k);
+
+/* The 128 magnitudes of a type at scale 1 (index = magnitude code); built once, on first
+ * use. Not monotone in the code for mantissa. nullptr for an unknown type. */
 const float *magnitudes(int type);
 /* The exact values in double, as the formulas above give them (for tests and docs). */
 double magnitude_exact(int type, int m);
+/* The decision rule at scale 1: the code the encoder writes for y = |x| / s >= 0 (scalar
+ * reference of the table encoder; y above the largest magnitude gives the top entry). */
+int code_of(int type, float y);
 
 /* Encode n floats into kScaleBytes + n bytes. Returns nonfinite (output unspecified) if
  * the input holds NaN/Inf. Every SIMD level and thread count writes the same bytes. */
 Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads);
+/* Static tree / mantissa with a fixed exponent offset 10^k (values above the top entry
+ * saturate); invalid_arg for other types or k outside [kOffsetMin, kOffsetMax]. */
+Status encode_offset(const float *in, size_t n, int type, int k, uint8_t *out, SimdLevel lvl, int threads);
 /* Decode a payload of kScaleBytes + n bytes into out (or add into it); corrupt if the
- * scale is negative, NaN or Inf (nothing is written then). */
+ * scale is not valid for the type (nothing is written then). */
 Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdLevel lvl, int threads);
 
 }  // namespace compmpi::q8

@@ -8,6 +8,8 @@
  * Header: bits (2..8), variant 0, param = bucket size.
  * Payload: nb fp32 norms (one per bucket, little-endian, rounded up so |v_i| <= norm), then
  * sign(v_i) xi_i as `bits`-bit two's complement fields (kernels/common/fields.h).
+ * reduced_params (phase 2 of the two-phase allreduce, a partial sum): the same bucket at
+ * 8 bits, an unbiased second rounding with little variance.
  * Details: docs/codecs/qsgd.md. */
 #pragma once
 #include <cstdint>

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "bitpack/bitpack.h"
+#include "q8/q8.h"
 #include "codec.h"
 #include "cuda_loader.h"
 #include "policy.h"
@@ -250,7 +251,7 @@ std::vector<CodecParams> kernel_params(const CodecOps &c) {
     else
         bits.push_back(c.bits_default);
     for (int b : bits)
-        for (int variant = 0; variant < 4; ++variant) {
+        for (int variant = 0; variant < 8; ++variant) { /* q8 has 8 types */
             CodecParams p;
             p.bits = static_cast<uint8_t>(b);
             p.variant = static_cast<uint8_t>(variant);
@@ -303,8 +304,10 @@ void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
 }
 
 /* Values around every rounding decision: fp32 patterns in [0, 1] at a fixed stride, both
- * signs, denormals, and for q8 the exact midpoints between neighbouring magnitudes +-3 ulps
- * (its ties); 1.0 first, so max-abs = 1 and the scaled value is the value itself. */
+ * signs, denormals, and for q8 every magnitude and the exact midpoints between neighbouring
+ * magnitudes (in value order) +-3 ulps (its ties and the paper search's boundaries); 1.0
+ * first, so max-abs = 1 and the scaled value is the value itself. The offset types (static
+ * tree, mantissa) pick 10^1 and 10^-1 for this max: the points are repeated times 10 and 0.1. */
 std::vector<float> decision_sweep() {
     std::vector<float> v{1.0f};
     for (uint32_t u = 0; u <= 0x3F800000u; u += 4099) {
@@ -313,8 +316,8 @@ std::vector<float> decision_sweep() {
         v.push_back(f);
         v.push_back(-f);
     }
-    const CodecOps *q8 = codec_by_name("q8");
-    for (int type = 0; q8 && type < 4; ++type) {
+    const CodecOps *q8c = codec_by_name("q8");
+    for (int type = 0; q8c && type < q8::kNumTypes; ++type) {
         CodecParams p;
         p.bits = 8;
         p.variant = static_cast<uint8_t>(type);
@@ -322,13 +325,17 @@ std::vector<float> decision_sweep() {
         const float one = 1.0f;
         std::memcpy(pay.data(), &one, 4);
         for (int m = 0; m < 128; ++m) pay[4 + m] = static_cast<uint8_t>(m);
-        float mag[128];
-        if (q8->decode(pay.data(), pay.size(), 128, p, mag) != Status::ok) continue;
-        for (int m = 0; m < 127; ++m) {
-            float t = static_cast<float>((static_cast<double>(mag[m]) + mag[m + 1]) / 2);
-            for (int k = 0; k < 3; ++k) t = std::nextafter(t, 0.0f);
-            for (int k = 0; k < 7; ++k, t = std::nextafter(t, 2.0f)) v.push_back(t);
-        }
+        std::vector<float> mag(128);
+        if (q8c->decode(pay.data(), pay.size(), 128, p, mag.data()) != Status::ok) continue;
+        std::sort(mag.begin(), mag.end());
+        for (int m = 0; m < 127; ++m)
+            for (double c : {static_cast<double>(mag[m]), (static_cast<double>(mag[m]) + mag[m + 1]) / 2})
+                for (double scale : {1.0, 10.0, 0.1}) {
+                    float t = static_cast<float>(c * scale);
+                    if (!(t <= 1.0f)) continue;
+                    for (int k = 0; k < 3; ++k) t = std::nextafter(t, 0.0f);
+                    for (int k = 0; k < 7; ++k, t = std::nextafter(t, 2.0f)) v.push_back(t);
+                }
     }
     return v;
 }

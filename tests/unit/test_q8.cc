@@ -1,8 +1,13 @@
-/* q8: the four Dettmers tables (layout, monotone, symmetric), nearest-entry encoding,
- * identical bytes on every CPU path and thread count, decode_add == decode + add, the
- * paper's Table 1 (mean relative error), NaN/Inf, and hostile payloads. */
+/* q8: Dettmers' 8-bit data types (/work/shared/papers/001_*, Section 4, Table 1;
+ * docs/codecs/q8.md): the tables as the paper defines them, the paper's worked examples,
+ * the paper's binary search (its published rounding) against a literal re-implementation,
+ * all 16 mean-relative-error cells of Table 1, nearest-entry variants, identical bytes on
+ * every CPU path and thread count, decode_add == decode + add, NaN/Inf, hostile payloads. */
 #include <algorithm>
 #include <cfloat>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "q8/q8.h"
 #include "settings.h"
@@ -16,11 +21,16 @@ static_assert(enum_value(SettingId::q8_type, "dynamic_tree") == q8::kDynamicTree
 static_assert(enum_value(SettingId::q8_type, "linear") == q8::kLinear);
 static_assert(enum_value(SettingId::q8_type, "static_tree") == q8::kStaticTree);
 static_assert(enum_value(SettingId::q8_type, "mantissa") == q8::kMantissa);
+static_assert(enum_value(SettingId::q8_type, "dynamic_tree_nearest") == q8::kDynamicTreeNearest);
+static_assert(enum_value(SettingId::q8_type, "linear_nearest") == q8::kLinearNearest);
+static_assert(enum_value(SettingId::q8_type, "static_tree_maxabs") == q8::kStaticTreeMaxabs);
+static_assert(enum_value(SettingId::q8_type, "mantissa_maxabs") == q8::kMantissaMaxabs);
 
 namespace {
 
 const size_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 100, 1000, 4099, 70001, 300007};
-const char *const kTypeName[] = {"dynamic_tree", "linear", "static_tree", "mantissa"};
+const char *const kTypeName[] = {"dynamic_tree",   "linear",         "static_tree",        "mantissa",
+                                 "dynamic_tree_nearest", "linear_nearest", "static_tree_maxabs", "mantissa_maxabs"};
 
 std::vector<SimdLevel> levels() {
     std::vector<SimdLevel> v{SimdLevel::scalar};
@@ -36,6 +46,11 @@ std::vector<uint8_t> enc(const std::vector<float> &x, int type, SimdLevel l = si
     assert_int_equal(st(q8::encode(x.data(), x.size(), type, p.data(), l, threads)), st(Status::ok));
     return p;
 }
+std::vector<uint8_t> enc_k(const std::vector<float> &x, int type, int k, int threads = 1) {
+    std::vector<uint8_t> p(q8::kScaleBytes + x.size());
+    assert_int_equal(st(q8::encode_offset(x.data(), x.size(), type, k, p.data(), simd_detect(), threads)), st(Status::ok));
+    return p;
+}
 
 std::vector<float> dec(const std::vector<uint8_t> &p, size_t n, int type, SimdLevel l = simd_detect(), int threads = 1) {
     std::vector<float> y(n);
@@ -49,19 +64,21 @@ float scale_of(const std::vector<uint8_t> &p) {
     return s;
 }
 
+bool is_maxabs(int t) { return !q8::has_offset(t); }
+
 /* ------------------------------------------------------------------ tables */
 
-void given_each_type_when_building_table_expect_monotone_symmetric_with_zero(void **) {
+void given_each_type_when_building_table_expect_exact_values_and_sign_codes(void **) {
     for (int t = 0; t < q8::kNumTypes; ++t) {
         const float *m = q8::magnitudes(t);
         assert_non_null(m);
-        assert_true(m[0] == 0.0f);
         for (int i = 0; i < 128; ++i) {
             assert_true(m[i] == static_cast<float>(q8::magnitude_exact(t, i)));
-            assert_true(m[i] <= 1.0f);
-            if (i) assert_true(m[i] > m[i - 1]);
+            assert_true(m[i] >= 0.0f && m[i] < 16.0f);
+            /* every type but the mantissa is monotone in its code */
+            if (i && t != q8::kMantissa) assert_true(m[i] > m[i - 1]);
         }
-        /* all 256 codes through the decoder (scale 1): code | 0x80 is the negative */
+        /* all 256 codes through the decoder (scale 1 = 10^0): code | 0x80 is the negative */
         std::vector<uint8_t> p(4 + 256);
         const float one = 1.0f;
         std::memcpy(p.data(), &one, 4);
@@ -75,47 +92,166 @@ void given_each_type_when_building_table_expect_monotone_symmetric_with_zero(voi
             }
         }
     }
-    assert_null(q8::magnitudes(4));
+    assert_null(q8::magnitudes(q8::kNumTypes));
 }
 
+/* Section 4.1: "the number n of leading 0 bits represents the exponent 10^-n; the first bit
+ * which is set to 1 is a flag which indicates that the next bits are part of the binary
+ * bisection tree" over (0.1, 1). The tree's first split is at 0.45 (then halves): the only
+ * reading under which the worked examples below come out (docs/codecs/q8.md). */
 void given_dynamic_tree_when_reading_table_expect_paper_layout(void **) {
-    /* 0 s | E zeros | 1 | 6-E bits of a bisection tree over [0.1, 1] * 10^-E */
-    assert_true(q8::magnitude_exact(q8::kDynamicTree, 0) == 0.0);
-    for (int E = 0; E <= 6; ++E) {
-        const int k = 6 - E, first = 1 << k;
-        const double decade = std::pow(10.0, -E), step = 0.9 * decade / (1 << k);
-        for (int f = 0; f < (1 << k); ++f) {
-            double v = q8::magnitude_exact(q8::kDynamicTree, first + f);
-            double want = decade * 0.1 + (f + 0.5) * step; /* leaf midpoints of the tree */
-            assert_true(std::fabs(v - want) <= 1e-15 * want);
-            assert_true(v > 0.1 * decade && v < decade);
+    for (int t : {q8::kDynamicTree, q8::kDynamicTreeNearest}) {
+        assert_true(q8::magnitude_exact(t, 0) == 0.0);
+        for (int n = 0; n <= 5; ++n) {
+            const int k = 6 - n, h = 1 << (k - 1); /* 7 bits = n zeros + flag + k tree bits */
+            const double decade = std::pow(10.0, -n);
+            for (int f = 0; f < (1 << k); ++f) {
+                const double want = decade * (f < h ? 0.1 + 0.35 * (f + 0.5) / h : 0.45 + 0.55 * (f - h + 0.5) / h);
+                const double v = q8::magnitude_exact(t, (1 << k) + f);
+                assert_true(std::fabs(v - want) <= 1e-15 * want);
+            }
         }
+        /* n = 6: six zeros and the flag, no tree bit: the whole interval's midpoint */
+        assert_true(std::fabs(q8::magnitude_exact(t, 1) - 0.55e-6) < 1e-21);
     }
-    assert_true(q8::magnitude_exact(q8::kDynamicTree, 127) == 0.99296875);
-    assert_true(q8::magnitude_exact(q8::kDynamicTree, 64) == 0.10703125);
-    assert_true(std::fabs(q8::magnitude_exact(q8::kDynamicTree, 1) - 0.55e-6) < 1e-20);
-    /* 64 + 32 + ... + 1 = 127 nonzero magnitudes: 255 distinct values with the signs */
+    assert_true(q8::magnitude_exact(q8::kDynamicTree, 127) == 0.99140625);
 }
 
-void given_other_types_when_reading_table_expect_documented_values(void **) {
-    for (int m = 0; m < 128; ++m) assert_true(q8::magnitude_exact(q8::kLinear, m) == m / 127.0);
-    assert_true(q8::magnitudes(q8::kLinear)[127] == 1.0f);
+/* Section 4.1: 3-bit exponent and 4 bits that are "a binary tree with initial interval
+ * (0.1, 1) ... the children thus represent the start and end points for intervals" (static
+ * tree), or an integer mantissa "between 0 and 15" (mantissa). */
+void given_static_tree_and_mantissa_when_reading_table_expect_paper_layout(void **) {
+    for (int m = 0; m < 128; ++m) {
+        const int E = m >> 4, f = m & 15;
+        const double d = std::pow(10.0, E - 7);
+        const double node = f < 8 ? 0.1 + 0.35 * f / 8 : 0.45 + 0.55 * (f - 8) / 8;
+        assert_true(std::fabs(q8::magnitude_exact(q8::kStaticTree, m) - d * node) <= 1e-15 * d);
+        assert_true(std::fabs(q8::magnitude_exact(q8::kMantissa, m) - d * f) <= 4e-15 * d);
+        assert_true(q8::magnitude_exact(q8::kLinear, m) == m / 127.0);
+        assert_true(q8::magnitude_exact(q8::kLinearNearest, m) == m / 127.0);
+    }
+    /* the named max-abs variants (docs/codecs/q8.md) */
     for (int m = 1; m < 128; ++m) {
-        int e = m >> 4, f = m & 15;
-        double d = std::pow(10.0, e - 7);
-        double st_ = q8::magnitude_exact(q8::kStaticTree, m), ma = q8::magnitude_exact(q8::kMantissa, m);
+        const int E = m >> 4, f = m & 15;
+        const double d = std::pow(10.0, E - 7);
+        const double st_ = q8::magnitude_exact(q8::kStaticTreeMaxabs, m), ma = q8::magnitude_exact(q8::kMantissaMaxabs, m);
         assert_true(std::fabs(st_ - d * (0.1 + 0.9 * (f + 0.5) / 16)) <= 1e-15 * st_);
         assert_true(std::fabs(ma - d * (0.1 + 0.9 * f / 16)) <= 1e-15 * ma);
     }
-    assert_true(q8::magnitude_exact(q8::kMantissa, 0x70) == 0.1);
-    assert_true(q8::magnitude_exact(q8::kStaticTree, 0x7F) == 0.971875);
+    assert_true(q8::magnitude_exact(q8::kStaticTreeMaxabs, 0) == 0.0);
+    assert_true(q8::magnitude_exact(q8::kMantissaMaxabs, 0) == 0.0);
 }
 
-/* ------------------------------------------------------------------ encoding */
+/* ------------------------------------------------------------------ the paper's examples */
 
-/* Every code is the nearest magnitude of y = min(|x| * (1/scale), 1), ties to the smaller. */
-void given_values_when_encoding_expect_nearest_table_entry(void **) {
-    for (int t = 0; t < q8::kNumTypes; ++t) {
+std::string fmt(const char *f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+/* Section 4.1, literally: "0.2345678 approximated as 0.236719 instead of 0.23125 or 0.2"
+ * (dynamic tree, static tree, mantissa) and "0.0000234 approximated as 0.000019" (dynamic
+ * tree). The dynamic tree normalises by max-abs, so the examples go in a buffer with max 1;
+ * the static tree and mantissa use the exponent offset 10^1 of Table 1 (and the offset the
+ * encoder picks itself). */
+void given_paper_worked_examples_when_roundtrip_expect_paper_values(void **) {
+    for (int t : {q8::kDynamicTree, q8::kDynamicTreeNearest}) {
+        auto y = dec(enc({1.0f, 0.2345678f, 0.0000234f, -0.2345678f}, t), 4, t);
+        assert_string_equal(fmt("%f", y[1]).c_str(), "0.236719");
+        assert_string_equal(fmt("%f", y[2]).c_str(), "0.000019");
+        assert_string_equal(fmt("%f", y[3]).c_str(), "-0.236719");
+    }
+    /* decoded = magnitude * 10 in fp32, printed as the paper prints them */
+    auto ys = dec(enc_k({0.2345678f}, q8::kStaticTree, 1), 1, q8::kStaticTree);
+    assert_string_equal(fmt("%g", ys[0]).c_str(), "0.23125");
+    auto ym = dec(enc_k({0.2345678f}, q8::kMantissa, 1), 1, q8::kMantissa);
+    assert_string_equal(fmt("%g", ym[0]).c_str(), "0.2");
+    assert_string_equal(fmt("%g", dec(enc({0.2345678f}, q8::kStaticTree), 1, q8::kStaticTree)[0]).c_str(), "0.23125");
+    assert_string_equal(fmt("%g", dec(enc({0.2345678f}, q8::kMantissa), 1, q8::kMantissa)[0]).c_str(), "0.2");
+    /* "the numbers ending in 2 to 2.499 will be approximated by numbers ending in 2": every
+     * float in (2, 2.499] at offset 10^1 decodes to 2 */
+    std::vector<float> x;
+    for (float v = std::nextafter(2.0f, 3.0f); v <= 2.499f; v = std::nextafter(v, 3.0f)) x.push_back(v);
+    auto y = dec(enc_k(x, q8::kMantissa, 1), x.size(), q8::kMantissa);
+    for (float v : y) assert_string_equal(fmt("%g", v).c_str(), "2");
+    print_message("%zu floats in (2, 2.499] -> 2\n", x.size());
+}
+
+/* ------------------------------------------------------------------ rounding */
+
+/* Section 4.2: "binary search on a sorted table of all positive 128 values". Its published
+ * implementation (the paper's footnote 2) probes p = 64 (63 over the dynamic tree's 126 tree
+ * values), then +-32, ..., +-1 ("a > table[p]" goes up), and then takes the last probe if it
+ * is nearer than the lower bracket, else the lower bracket. Written here literally (exact
+ * comparisons); the codec must give the same value for every input. */
+float published_search(const float *S, int size, float a) {
+    int pivot = size == 128 ? 64 : 63, upper = size - 1 + (size == 128), lower = 0;
+    for (int j = 32; j > 0; j >>= 1) {
+        if (a > S[pivot]) {
+            lower = pivot;
+            pivot += j;
+        } else {
+            upper = pivot;
+            pivot -= j;
+        }
+    }
+    const double da = a;
+    if (lower == pivot) return std::fabs(S[pivot] - da) < S[upper] - da ? S[pivot] : S[upper];
+    return S[pivot] - da < std::fabs(S[lower] - da) ? S[pivot] : S[lower];
+}
+
+void given_paper_types_when_encoding_expect_published_binary_search(void **) {
+    for (int t : {q8::kDynamicTree, q8::kLinear, q8::kStaticTree, q8::kMantissa}) {
+        const float *m = q8::magnitudes(t);
+        std::vector<float> S(m, m + 128);
+        std::sort(S.begin(), S.end());
+        const float *tab = S.data();
+        int size = 128;
+        float lo = 0, hi = S[127];
+        if (t == q8::kDynamicTree) { /* the search runs over the 126 tree values (n = 0..5) */
+            tab = S.data() + 2;
+            size = 126;
+            lo = tab[0];
+            hi = tab[125];
+        }
+        std::vector<float> y;
+        for (int i = 0; i + 1 < size; ++i) {
+            const float mid = static_cast<float>((static_cast<double>(tab[i]) + tab[i + 1]) / 2);
+            for (float c : {tab[i], mid, tab[i + 1]}) {
+                float v = c;
+                for (int k = 0; k < 3; ++k) v = std::nextafter(v, 0.0f);
+                for (int k = 0; k < 7; ++k, v = std::nextafter(v, 100.0f)) y.push_back(v);
+            }
+        }
+        testutil::Rng r(31 + t);
+        for (int i = 0; i < 200000; ++i) y.push_back(static_cast<float>(lo + (hi - lo) * std::pow(r.uniform(), 4.0)));
+        int checked = 0;
+        for (float a : y) {
+            if (!(a >= lo && a <= hi)) continue;
+            const float want = published_search(tab, size, a);
+            const int c = q8::code_of(t, a);
+            if (m[c] != want) fail_msg("%s y=%.9g: codec %.9g, published search %.9g", kTypeName[t], a, m[c], want);
+            ++checked;
+        }
+        /* the codec itself (scale 1: the max-abs element 1 for max-abs types, offset 10^0) */
+        std::vector<float> x;
+        for (float a : y)
+            if (a <= hi && x.size() < 20000) x.push_back(a);
+        if (is_maxabs(t)) x.push_back(1.0f);
+        std::vector<uint8_t> p(4 + x.size());
+        if (is_maxabs(t)) assert_int_equal(st(q8::encode(x.data(), x.size(), t, p.data(), simd_detect(), 1)), 0);
+        else assert_int_equal(st(q8::encode_offset(x.data(), x.size(), t, 0, p.data(), simd_detect(), 1)), 0);
+        assert_true(scale_of(p) == 1.0f);
+        for (size_t i = 0; i < x.size(); ++i) assert_int_equal(p[4 + i], q8::code_of(t, x[i]));
+        print_message("%-12s %d values agree with the published search\n", kTypeName[t], checked);
+    }
+}
+
+/* The named *_nearest / *_maxabs variants: every code is the nearest magnitude of
+ * y = min(|x| / max, 1), ties to the smaller. */
+void given_nearest_variants_when_encoding_expect_nearest_table_entry(void **) {
+    for (int t = q8::kDynamicTreeNearest; t < q8::kNumTypes; ++t) {
         const float *m = q8::magnitudes(t);
         testutil::Rng r(77 + t);
         std::vector<float> x;
@@ -139,11 +275,42 @@ void given_values_when_encoding_expect_nearest_table_entry(void **) {
                 const double dc = std::fabs(static_cast<double>(y) - m[c]);
                 for (int j = 0; j < 128; ++j) {
                     const double dj = std::fabs(static_cast<double>(y) - m[j]);
-                    if (dj < dc || (dj == dc && j < c))
+                    if (dj < dc || (dj == dc && m[j] < m[c]))
                         fail_msg("type %s x=%.9g: code %d (%.9g) but %d (%.9g) is nearer", kTypeName[t], x[i], c, m[c], j, m[j]);
                 }
             }
         }
+    }
+}
+
+/* Exponent offset (Table 1 caption): the encoder picks the smallest 10^k whose top value
+ * holds max |x|; every value decodes to sign * magnitude * 10^k. */
+void given_offset_types_when_encoding_expect_fitting_power_of_ten(void **) {
+    for (int t : {q8::kStaticTree, q8::kMantissa}) {
+        const float *m = q8::magnitudes(t);
+        const float top = *std::max_element(m, m + 128);
+        for (double mx : {1e-20, 3e-7, 0.2345678, 0.99999, 1.0, 5.5, 9.3, 55.0, 149.0, 151.0, 1e30}) {
+            std::vector<float> x = {static_cast<float>(mx), -0.5f * static_cast<float>(mx)};
+            auto p = enc(x, t);
+            const float s = scale_of(p);
+            int k = q8::kOffsetMin;
+            while (q8::offset_scale(k) != s) assert_true(++k <= q8::kOffsetMax);
+            assert_true(top * s >= x[0]);
+            if (k > q8::kOffsetMin) assert_true(top * q8::offset_scale(k - 1) < x[0]);
+            auto y = dec(p, 2, t);
+            assert_true(y[0] == m[q8::code_of(t, x[0] * (1.0f / s))] * s);
+        }
+        /* Table 1's offsets: 10^1 for U(0,1), N(0,1), N(0,0.2^2); 10^2 for N(0,10^2) */
+        if (t == q8::kStaticTree) {
+            assert_true(scale_of(enc({0.99999f}, t)) == 10.0f);
+            assert_true(scale_of(enc({5.5f}, t)) == 10.0f);
+            assert_true(scale_of(enc({1.1f}, t)) == 10.0f);
+            assert_true(scale_of(enc({55.0f}, t)) == 100.0f);
+        }
+        std::vector<uint8_t> p(5);
+        const float x = 1.0f;
+        assert_int_equal(st(q8::encode_offset(&x, 1, t, q8::kOffsetMax + 1, p.data(), simd_detect(), 1)), st(Status::invalid_arg));
+        assert_int_equal(st(q8::encode_offset(&x, 1, q8::kDynamicTree, 1, p.data(), simd_detect(), 1)), st(Status::invalid_arg));
     }
 }
 
@@ -161,6 +328,13 @@ void given_any_path_when_encoding_expect_identical_bytes(void **) {
                     assert_true(testutil::same_bytes(ref.data(), got.data(), 4 + n));
                     assert_int_equal(got[4 + n], 0xAB); /* never writes past the payload */
                 }
+            /* and every code is the scalar rule's */
+            const float s = scale_of(ref);
+            for (size_t i = 0; i < n; ++i) {
+                const float a = std::fabs(x[i]);
+                const float y = s == 0.0f ? 0.0f : (std::isinf(1.0f / s) ? a / s : a * (1.0f / s));
+                assert_int_equal(ref[4 + i] & 127, q8::code_of(t, y));
+            }
         }
 }
 
@@ -169,7 +343,7 @@ void given_any_path_when_decoding_expect_identical_floats(void **) {
         for (int t = 0; t < q8::kNumTypes; ++t) {
             testutil::Rng r(n * 5 + t);
             std::vector<uint8_t> p(4 + n);
-            const float scale = static_cast<float>(1e-3 + r.uniform());
+            const float scale = is_maxabs(t) ? static_cast<float>(1e-3 + r.uniform()) : q8::offset_scale(static_cast<int>(n % 7) - 3);
             std::memcpy(p.data(), &scale, 4);
             for (size_t i = 4; i < p.size(); ++i) p[i] = static_cast<uint8_t>(r.next());
             std::vector<float> ref(n + 1), got(n + 1), acc0(n + 1);
@@ -195,8 +369,8 @@ void given_any_path_when_decoding_expect_identical_floats(void **) {
 }
 
 void given_edge_scales_when_roundtrip_expect_finite_and_identical(void **) {
-    /* all zero (scale 0, signed zeros kept), denormal max (1/scale overflows: the division
-     * fallback), and values near FLT_MAX */
+    /* all zero (scale 0 / smallest offset, signed zeros kept), denormal max (1/scale
+     * overflows: the division fallback), and values near FLT_MAX */
     const std::vector<std::vector<float>> cases = {
         {0.0f, -0.0f, 0.0f, 0.0f},
         {1e-40f, -3e-41f, 1e-45f, 0.0f, 5e-39f, -1e-39f},
@@ -210,11 +384,14 @@ void given_edge_scales_when_roundtrip_expect_finite_and_identical(void **) {
             auto y = dec(ref, x.size(), t);
             float mx = 0;
             for (float v : x) mx = std::max(mx, std::fabs(v));
-            assert_true(scale_of(ref) == mx);
+            const float *m = q8::magnitudes(t);
+            const float top = *std::max_element(m, m + 128) * scale_of(ref);
+            if (is_maxabs(t)) assert_true(scale_of(ref) == mx);
             for (size_t i = 0; i < x.size(); ++i) {
                 assert_true(std::isfinite(y[i]));
                 assert_true(std::signbit(y[i]) == std::signbit(x[i]));
-                assert_true(std::fabs(y[i]) <= mx);
+                assert_true(std::fabs(y[i]) <= (is_maxabs(t) ? mx : top));
+                if (x[i] == 0.0f && t != q8::kStaticTree) assert_true(y[i] == 0.0f); /* the static tree has no 0 */
             }
         }
     }
@@ -222,72 +399,149 @@ void given_edge_scales_when_roundtrip_expect_finite_and_identical(void **) {
 
 /* ------------------------------------------------------------------ Table 1 */
 
-/* Dettmers (2016), Table 1, as given in the task: mean relative error in percent. The
- * N(0, 10^2) and N(0, 0.2^2) columns equal N(0, 1) here: after max-abs normalisation the
- * error is scale-invariant (up to fp32 rounding of the samples). */
+/* Dettmers, Table 1: mean relative error in % from 25 million samples; "N(0, 10^2) was done
+ * by using an exponent offset of 10^2 while other numbers used an exponent offset of 10^1.
+ * For the dynamic tree the sample was divided by the maximum absolute value". */
 constexpr int kDists = 4;
 const char *const kDistName[kDists] = {"U(0,1)", "N(0,1)", "N(0,10^2)", "N(0,0.2^2)"};
+const double kPaper[4][kDists] = {
+    /* dynamic tree */ {1.39, 2.46, 2.49, 2.45},
+    /* linear quant */ {2.16, 6.47, 6.44, 6.15},
+    /* static tree  */ {4.82, 6.3, 6.28, 6.58},
+    /* mantissa     */ {7.22, 6.89, 7.19, 8.26},
+};
 
+const double kSigma[kDists] = {0, 1, 10, 0.2};
+
+/* Median of max |x| over 25M draws of N(0, 1): (1 - erfc(t / sqrt 2))^25e6 = 1/2. */
+double median_max_25m() {
+    double lo = 4, hi = 7;
+    for (int i = 0; i < 100; ++i) {
+        const double t = (lo + hi) / 2;
+        (25e6 * std::log1p(-std::erfc(t / std::sqrt(2.0))) < std::log(0.5) ? lo : hi) = t;
+    }
+    return lo;
+}
+
+/* The samples. The max-abs types' error on a normal sample scales with the sample's
+ * maximum, a random variable (25th-75th percentile over 25M draws: 5.43-5.71 sigma); a
+ * smaller sample's maximum is lower, so one element at the 25M median maximum is added when
+ * the sample's own maximum is below it (one element: no weight in the mean). */
 std::vector<float> sample(int d, size_t n) {
-    testutil::Rng r(d == 0 ? 20160101 : 20160102); /* the normals share their draws */
+    testutil::Rng r(20160101 + d);
     std::vector<float> x(n);
-    const double sd[kDists] = {0, 1, 10, 0.2};
-    for (auto &v : x) v = static_cast<float>(d == 0 ? r.uniform() : sd[d] * r.normal());
+    for (auto &v : x) v = static_cast<float>(d == 0 ? r.uniform() : kSigma[d] * r.normal());
+    if (d > 0) {
+        float mx = 0;
+        for (float v : x) mx = std::max(mx, std::fabs(v));
+        const float m25 = static_cast<float>(kSigma[d] * median_max_25m());
+        if (mx < m25) x.push_back(m25);
+    }
     return x;
 }
 
+struct Mre {
+    double pct, ci95; /* mean relative error in %, half-width of its 95% interval */
+};
+
+Mre mean_relative_error(const std::vector<float> &x, const std::vector<float> &y) {
+    assert_int_equal(x.size(), y.size());
+    double s = 0, s2 = 0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i] == 0) continue;
+        const double r = std::fabs(static_cast<double>(y[i]) - x[i]) / std::fabs(static_cast<double>(x[i]));
+        s += r;
+        s2 += r * r;
+        ++cnt;
+    }
+    const double mean = s / cnt, var = std::max(0.0, s2 / cnt - mean * mean);
+    return {100 * mean, 100 * 1.96 * std::sqrt(var / cnt)};
+}
+
+/* type 0..3 (the paper's four) at the paper's normalisation: max-abs for the dynamic tree
+ * and linear, the exponent offset 10^k for the static tree and mantissa */
+Mre table1_cell(const std::vector<float> &x, int t, int k) {
+    auto p = q8::has_offset(t) ? enc_k(x, t, k, 2) : enc(x, t, simd_detect(), 2);
+    return mean_relative_error(x, dec(p, x.size(), t, simd_detect(), 2));
+}
+
+size_t table1_samples() {
+    const char *e = std::getenv("Q8_TABLE1_SAMPLES"); /* 25000000 for the paper's size (docs) */
+    return e && std::atol(e) > 0 ? static_cast<size_t>(std::atol(e)) : size_t{4} << 20;
+}
+
+/* Tolerance, fixed before measuring: a cell matches if |ours - paper| <= 2% of the paper's
+ * value + 0.005 (half a unit of its last printed digit) + our 95% interval. 2% covers what
+ * we cannot reproduce: the paper's sample itself (its maximum, which sets the max-abs
+ * scale, varies by about 3% between 25M-sample draws) and fp32 arithmetic in its kernels.
+ * A cell outside is a named deviation in docs/codecs/q8.md, asserted below with the
+ * condition under which the paper's figure does come out. */
+bool matches(const Mre &m, double paper) { return std::fabs(m.pct - paper) <= 0.02 * paper + 0.005 + m.ci95; }
+
 void given_paper_distributions_when_quantising_expect_table1_errors(void **) {
-    const size_t n = 1 << 20;
-    /* measured with this codec (nearest rounding), docs/codecs/q8.md; held to 3% */
-    const double measured[q8::kNumTypes][kDists] = {
-        {0.999, 1.870, 1.870, 1.870},
-        {1.494, 4.664, 4.664, 4.664},
-        {3.439, 5.383, 5.383, 5.383},
-        {3.662, 5.894, 5.894, 5.894},
-    };
-    /* published cells we trust, and how close the expected error of unbiased stochastic
-     * rounding onto the same table comes to them (see docs/codecs/q8.md); held to 15% */
-    struct Pub { int type, dist; double pct; };
-    const Pub published[] = {{q8::kDynamicTree, 0, 1.39}, {q8::kDynamicTree, 1, 2.46},
-                             {q8::kLinear, 0, 2.16}, {q8::kLinear, 1, 6.47}};
+    const size_t n = table1_samples();
+    print_message("Table 1, %zu samples per distribution (paper: 25M; normals: max at %.4f sigma or above);"
+                  " ours +- 95%% interval vs paper\n", n, median_max_25m());
+    int matched = 0;
     for (int d = 0; d < kDists; ++d) {
         auto x = sample(d, n);
-        for (int t = 0; t < q8::kNumTypes; ++t) {
-            auto p = enc(x, t, simd_detect(), 2);
-            auto y = dec(p, n, t, simd_detect(), 2);
-            const float *m = q8::magnitudes(t);
-            const double s = scale_of(p);
-            double rel = 0, rel_sr = 0;
-            size_t cnt = 0;
-            for (size_t i = 0; i < n; ++i) {
-                if (x[i] == 0) continue;
-                const double ax = std::fabs(static_cast<double>(x[i]));
-                rel += std::fabs(static_cast<double>(y[i]) - x[i]) / ax;
-                /* stochastic rounding between the bracketing entries lo <= a <= hi:
-                 * E|error| = 2 (a - lo)(hi - a) / (hi - lo) */
-                const double a = std::min(ax / s, 1.0);
-                const float *hi = std::upper_bound(m, m + 128, static_cast<float>(a));
-                double e = 0;
-                if (hi != m + 128) {
-                    const double h = *hi, lo = hi[-1];
-                    e = 2 * (a - lo) * (h - a) / (h - lo);
-                } else {
-                    e = a - m[127];
-                }
-                rel_sr += e * s / ax;
-                ++cnt;
+        for (int t = 0; t < 4; ++t) {
+            const int k = d == 2 ? 2 : 1; /* the caption's offsets */
+            Mre m = table1_cell(x, t, k);
+            if (t == q8::kLinear && d > 0) {
+                /* linear: the step is max/127, so the error is proportional to the sample's
+                 * maximum; compared at the 25M median maximum (equal unless the sample's own
+                 * maximum is above it, as in 25M-sample runs) */
+                float mx = 0;
+                for (float v : x) mx = std::max(mx, std::fabs(v));
+                const double f = kSigma[d] * median_max_25m() / mx;
+                print_message("  %-12s %-10s %6.3f%% at the sample maximum %.3f sigma\n", kTypeName[t], kDistName[d], m.pct, mx / kSigma[d]);
+                m.pct *= f;
+                m.ci95 *= f;
             }
-            rel = 100 * rel / cnt;
-            rel_sr = 100 * rel_sr / cnt;
-            print_message("  %-12s %-10s nearest %6.3f%%  stochastic %6.3f%%\n", kTypeName[t], kDistName[d], rel, rel_sr);
-            if (std::fabs(rel - measured[t][d]) > 0.03 * measured[t][d])
-                fail_msg("%s %s: %.3f%%, documented %.3f%%", kTypeName[t], kDistName[d], rel, measured[t][d]);
-            for (const Pub &pub : published)
-                if (pub.type == t && pub.dist == d && std::fabs(rel_sr - pub.pct) > 0.15 * pub.pct)
-                    fail_msg("%s %s: %.3f%% vs published %.2f%%", kTypeName[t], kDistName[d], rel_sr, pub.pct);
-            /* nearest rounding never does worse than the published numbers */
-            for (const Pub &pub : published)
-                if (pub.type == t && pub.dist == d) assert_true(rel < pub.pct);
+            const bool ok = matches(m, kPaper[t][d]);
+            print_message("  %-12s %-10s %6.3f%% +- %.3f  paper %5.2f%%  %s\n", kTypeName[t], kDistName[d], m.pct, m.ci95,
+                          kPaper[t][d], ok ? "match" : "DEVIATION");
+            if (ok) {
+                /* a documented deviation that starts matching must leave docs/codecs/q8.md */
+                if (t == q8::kLinear && (d == 0 || d == 3)) fail_msg("%s %s now matches: update the docs", kTypeName[t], kDistName[d]);
+                ++matched;
+                continue;
+            }
+            /* Deviation "mantissa N(0,10^2)" (docs/codecs/q8.md): at the caption's offset 10^2
+             * the mantissa gives its N(0,1)-at-10^1 error exactly (same table, shifted by one
+             * decade); the published 7.19 is what offset 10^1 gives. */
+            if (t == q8::kMantissa && d == 2) {
+                const Mre m1 = table1_cell(x, t, 1);
+                print_message("  %-12s %-10s at offset 10^1: %6.3f%% +- %.3f\n", kTypeName[t], kDistName[d], m1.pct, m1.ci95);
+                assert_true(matches(m1, kPaper[t][d]));
+                continue;
+            }
+            /* Deviations "linear U(0,1)" and "linear N(0,0.2^2)" (docs/codecs/q8.md): the
+             * paper does not define its linear quantiser; measured values printed above. */
+            if (t == q8::kLinear && (d == 0 || d == 3)) continue;
+            fail_msg("%s %s: %.3f%% (+- %.3f), paper %.2f%%", kTypeName[t], kDistName[d], m.pct, m.ci95, kPaper[t][d]);
+        }
+    }
+    print_message("%d of 16 cells match at the caption's settings\n", matched);
+}
+
+/* The named variants measure better than the paper's types on the same samples (the
+ * figures are in docs/codecs/q8.md). */
+void given_named_variants_when_quantising_expect_lower_error_than_paper_types(void **) {
+    const size_t n = size_t{1} << 20;
+    const int better[][2] = {{q8::kDynamicTreeNearest, q8::kDynamicTree},
+                             {q8::kLinearNearest, q8::kLinear},
+                             {q8::kStaticTreeMaxabs, q8::kStaticTree},
+                             {q8::kMantissaMaxabs, q8::kMantissa}};
+    for (int d = 0; d < kDists; ++d) {
+        auto x = sample(d, n);
+        for (auto &b : better) {
+            const Mre v = mean_relative_error(x, dec(enc(x, b[0], simd_detect(), 2), x.size(), b[0], simd_detect(), 2));
+            const Mre p = table1_cell(x, b[1], d == 2 ? 2 : 1);
+            print_message("  %-20s %-10s %6.3f%%  vs %-12s %6.3f%%\n", kTypeName[b[0]], kDistName[d], v.pct, kTypeName[b[1]], p.pct);
+            assert_true(v.pct + v.ci95 < p.pct - p.ci95);
         }
     }
 }
@@ -301,8 +555,11 @@ void given_nan_or_inf_when_encoding_expect_nonfinite_on_every_path(void **) {
             x[pos] = bad;
             std::vector<uint8_t> p(4 + 1000);
             for (SimdLevel l : levels())
-                for (int t = 0; t < q8::kNumTypes; ++t)
+                for (int t = 0; t < q8::kNumTypes; ++t) {
                     assert_int_equal(st(q8::encode(x.data(), 1000, t, p.data(), l, 1)), st(Status::nonfinite));
+                    if (q8::has_offset(t))
+                        assert_int_equal(st(q8::encode_offset(x.data(), 1000, t, 1, p.data(), l, 1)), st(Status::nonfinite));
+                }
         }
     /* and through the blob layer: a flagged header, no payload */
     const CodecOps *c = codec_by_name("q8");
@@ -326,43 +583,48 @@ void given_bad_payload_when_decoding_expect_corrupt_and_nothing_written(void **)
     assert_int_equal(static_cast<int>(c->id), 4);
     const size_t n = 100;
     auto x = gradient_data(n, 9);
-    CodecParams p;
-    p.bits = 8;
-    p.variant = q8::kStaticTree;
-    std::vector<uint8_t> b(c->max_payload(n, p));
-    assert_int_equal(b.size(), 4 + n);
-    size_t len = 0;
-    assert_int_equal(st(c->encode(x.data(), n, p, b.data(), b.size(), &len)), 0);
-    assert_int_equal(len, 4 + n);
-    std::vector<float> out(n, 5.0f);
-    auto untouched = [&] {
-        for (float v : out) assert_true(v == 5.0f);
-    };
-    for (size_t bad_len : {size_t{0}, size_t{3}, size_t{4}, n, n + 3, n + 5})
-        for (bool add : {false, true}) {
-            Status s = add ? c->decode_add(b.data(), bad_len, n, p, out.data()) : c->decode(b.data(), bad_len, n, p, out.data());
-            assert_int_equal(st(s), st(Status::corrupt));
+    for (int t = 0; t < q8::kNumTypes; ++t) {
+        CodecParams p;
+        p.bits = 8;
+        p.variant = static_cast<uint8_t>(t);
+        std::vector<uint8_t> b(c->max_payload(n, p));
+        assert_int_equal(b.size(), 4 + n);
+        size_t len = 0;
+        assert_int_equal(st(c->encode(x.data(), n, p, b.data(), b.size(), &len)), 0);
+        assert_int_equal(len, 4 + n);
+        std::vector<float> out(n, 5.0f);
+        auto untouched = [&] {
+            for (float v : out) assert_true(v == 5.0f);
+        };
+        for (size_t bad_len : {size_t{0}, size_t{3}, size_t{4}, n, n + 3, n + 5})
+            for (bool add : {false, true}) {
+                Status s = add ? c->decode_add(b.data(), bad_len, n, p, out.data()) : c->decode(b.data(), bad_len, n, p, out.data());
+                assert_int_equal(st(s), st(Status::corrupt));
+                untouched();
+            }
+        std::vector<float> bad_scales = {-1.0f, -0.0f, NAN, INFINITY};
+        if (q8::has_offset(t)) /* anything but an exact 10^k in range */
+            for (float v : {0.0f, 3.0f, std::nextafter(10.0f, 11.0f), 1e-30f, 1e38f, 1.5e-45f}) bad_scales.push_back(v);
+        for (float bad_scale : bad_scales) {
+            auto bb = b;
+            std::memcpy(bb.data(), &bad_scale, 4);
+            assert_int_equal(st(c->decode(bb.data(), len, n, p, out.data())), st(Status::corrupt));
+            assert_int_equal(st(c->decode_add(bb.data(), len, n, p, out.data())), st(Status::corrupt));
             untouched();
         }
-    for (float bad_scale : {-1.0f, -0.0f, NAN, INFINITY}) {
-        auto bb = b;
-        std::memcpy(bb.data(), &bad_scale, 4);
-        assert_int_equal(st(c->decode(bb.data(), len, n, p, out.data())), st(Status::corrupt));
-        assert_int_equal(st(c->decode_add(bb.data(), len, n, p, out.data())), st(Status::corrupt));
+        CodecParams q = p;
+        q.variant = q8::kNumTypes;
+        assert_int_equal(st(c->decode(b.data(), len, n, q, out.data())), st(Status::corrupt));
+        q = p;
+        q.bits = 16;
+        assert_int_equal(st(c->decode(b.data(), len, n, q, out.data())), st(Status::corrupt));
+        q = p;
+        q.param = 1;
+        assert_int_equal(st(c->decode(b.data(), len, n, q, out.data())), st(Status::corrupt));
         untouched();
+        assert_int_equal(st(c->check(q)), st(Status::invalid_arg));
+        assert_int_equal(st(c->encode(x.data(), n, p, b.data(), n + 3, &len)), st(Status::invalid_arg));
     }
-    CodecParams q = p;
-    q.variant = 4;
-    assert_int_equal(st(c->decode(b.data(), len, n, q, out.data())), st(Status::corrupt));
-    q = p;
-    q.bits = 16;
-    assert_int_equal(st(c->decode(b.data(), len, n, q, out.data())), st(Status::corrupt));
-    q = p;
-    q.param = 1;
-    assert_int_equal(st(c->decode(b.data(), len, n, q, out.data())), st(Status::corrupt));
-    untouched();
-    assert_int_equal(st(c->check(q)), st(Status::invalid_arg));
-    assert_int_equal(st(c->encode(x.data(), n, p, b.data(), n + 3, &len)), st(Status::invalid_arg));
 }
 
 void given_blob_when_roundtrip_expect_header_fields_and_values(void **) {
@@ -394,14 +656,18 @@ void given_blob_when_roundtrip_expect_header_fields_and_values(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(given_each_type_when_building_table_expect_monotone_symmetric_with_zero),
+        cmocka_unit_test(given_each_type_when_building_table_expect_exact_values_and_sign_codes),
         cmocka_unit_test(given_dynamic_tree_when_reading_table_expect_paper_layout),
-        cmocka_unit_test(given_other_types_when_reading_table_expect_documented_values),
-        cmocka_unit_test(given_values_when_encoding_expect_nearest_table_entry),
+        cmocka_unit_test(given_static_tree_and_mantissa_when_reading_table_expect_paper_layout),
+        cmocka_unit_test(given_paper_worked_examples_when_roundtrip_expect_paper_values),
+        cmocka_unit_test(given_paper_types_when_encoding_expect_published_binary_search),
+        cmocka_unit_test(given_nearest_variants_when_encoding_expect_nearest_table_entry),
+        cmocka_unit_test(given_offset_types_when_encoding_expect_fitting_power_of_ten),
         cmocka_unit_test(given_any_path_when_encoding_expect_identical_bytes),
         cmocka_unit_test(given_any_path_when_decoding_expect_identical_floats),
         cmocka_unit_test(given_edge_scales_when_roundtrip_expect_finite_and_identical),
         cmocka_unit_test(given_paper_distributions_when_quantising_expect_table1_errors),
+        cmocka_unit_test(given_named_variants_when_quantising_expect_lower_error_than_paper_types),
         cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite_on_every_path),
         cmocka_unit_test(given_bad_payload_when_decoding_expect_corrupt_and_nothing_written),
         cmocka_unit_test(given_blob_when_roundtrip_expect_header_fields_and_values),

@@ -257,6 +257,22 @@ void given_hostile_payload_when_decoding_expect_ok_or_corrupt(void **) {
     assert_int_equal(static_cast<int>(ops().check(p)), static_cast<int>(Status::invalid_arg));
 }
 
+/* Phase 2 of the two-phase allreduce re-quantises a partial sum at 8 bits (s = 127), the
+ * same bucket and variant: the second rounding, unbiased, adds little variance. */
+void given_reduced_params_expect_8_bits_same_bucket(void **) {
+    for (int bits : {2, 4, 8}) {
+        CodecParams p = params(bits, 512), out;
+        p.nranks = 4;
+        assert_non_null(ops().reduced_params);
+        assert_int_equal(static_cast<int>(ops().reduced_params(p, &out)), 0);
+        assert_int_equal(out.bits, 8);
+        assert_int_equal(out.param, 512);
+        assert_int_equal(out.variant, 0);
+        assert_int_equal(out.nranks, 4);
+        assert_int_equal(static_cast<int>(ops().check(out)), 0);
+    }
+}
+
 void given_sizes_when_asking_payload_expect_bits_plus_norms(void **) {
     const size_t n = 1 << 20;
     assert_int_equal(ops().max_payload(n, params(4, 512)), 4 * (n / 512) + n / 2);
@@ -277,6 +293,7 @@ int main() {
         cmocka_unit_test(given_zero_or_tiny_buckets_when_encoding_expect_exact_zero_and_bounded),
         cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_sizes_when_asking_payload_expect_bits_plus_norms),
+        cmocka_unit_test(given_reduced_params_expect_8_bits_same_bucket),
     };
     return cmocka_run_group_tests_name("qsgd", tests, nullptr, nullptr);
 }

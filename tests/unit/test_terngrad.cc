@@ -1,6 +1,7 @@
 /* terngrad: Philox known answers; identical bytes on every CPU path and thread count; values
  * only in {-s, 0, s}; unbiasedness (with and without clipping); scaler sharing; base3 and base4
- * decode alike; the phase-2 levels variant is exact for sums of P ternary vectors;
+ * decode alike; the phase-2 levels variant is exact for sums of P ternary vectors and
+ * unbiased off the grid; the clip threshold is the whole buffer's (clip_at / clip_out);
  * reproducibility; NaN/Inf; buckets; hostile payloads. */
 #include "terngrad/terngrad.h"
 
@@ -354,26 +355,58 @@ void given_sum_of_P_ternary_vectors_when_levels_expect_exact(void **) {
     assert_int_equal(terngrad::level_bits(32768), 0);
 }
 
-/* Levels without a shared scale (or off the grid): nearest of 2K+1 levels per bucket. */
-void given_levels_without_shared_scale_expect_nearest_level(void **) {
-    const size_t n = 20000;
+/* Levels off the shared grid (no shared scale, or buckets: every rank has its own scalers):
+ * 2K+1 levels of step s_j = max|x_j| / K (rounded up) and unbiased stochastic rounding, so
+ * phase 2 keeps E[result] = the sum it re-encodes. Every value is one of the two levels
+ * around x, and the mean over many streams is within 4 standard errors of x. */
+void given_levels_off_grid_expect_unbiased_stochastic_rounding(void **) {
+    const size_t n = 3000;
     auto x = normal_data(n, 8);
     x[5] = 0.5f;
-    for (int bits : {3, 5, 9, 12})
+    for (int bits : {3, 5, 12})
         for (uint32_t bucket : {0u, 1000u}) {
             CodecParams p = params(terngrad::kLevels, bucket, 0.0f);
             p.bits = static_cast<uint8_t>(bits);
-            auto b = encode(p, x);
             const double K = (1 << (bits - 1)) - 1;
-            for (SimdLevel l : levels()) {
-                p.simd = l;
-                auto y = decode(p, b, n);
-                for (size_t i = 0; i < n; ++i) {
-                    const float s = scaler(b, bucket ? i / bucket : 0);
-                    assert_true(std::fabs(y[i] / s) <= K + 1e-3);
-                    assert_true(std::fabs(y[i] - x[i]) <= 0.5 * s + std::ldexp(std::fabs(x[i]), -22));
+            const int R = 400;
+            std::vector<double> sum(n, 0.0), sq(n, 0.0);
+            for (int r = 0; r < R; ++r) {
+                p.stream = 500 + r;
+                auto b = encode(p, x);
+                for (SimdLevel l : levels()) {
+                    p.simd = l;
+                    auto y = decode(p, b, n);
+                    for (size_t i = 0; i < n; ++i) {
+                        const float s = scaler(b, bucket ? i / bucket : 0);
+                        float mx = 0;
+                        const size_t lo = bucket ? i / bucket * bucket : 0, hi = bucket ? std::min(n, lo + bucket) : n;
+                        for (size_t k = lo; k < hi && i % 997 == 0; ++k) mx = std::max(mx, std::fabs(x[k]));
+                        if (i % 997 == 0) assert_true(s >= mx / K && std::nextafter(s, 0.0f) < mx / K);
+                        const double k = y[i] / s;
+                        assert_true(std::fabs(k - std::round(k)) <= 1e-6 * K && std::fabs(std::round(k)) <= K);
+                        assert_true(std::fabs(y[i] - x[i]) < s * (1 + 1e-6)); /* a neighbouring level */
+                        if (l == SimdLevel::scalar) sum[i] += y[i], sq[i] += static_cast<double>(y[i]) * y[i];
+                    }
                 }
             }
+            /* the standard error of a Bernoulli(frac(x / s)) step of s, known exactly */
+            auto b0 = encode(p, x);
+            double z2 = 0, dsum = 0, vsum = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double s = scaler(b0, bucket ? i / bucket : 0), q = x[i] / s, f = q - std::floor(q);
+                const double mean = sum[i] / R, se = s * std::sqrt(f * (1 - f) / R);
+                if (se == 0) {
+                    assert_true(std::fabs(mean - x[i]) <= 1e-6 * std::fabs(x[i])); /* x on a level */
+                    continue;
+                }
+                z2 += (mean - x[i]) * (mean - x[i]) / (se * se);
+                dsum += mean - x[i], vsum += se * se;
+            }
+            /* aggregated: the total bias within 4 standard errors (per-element z has heavy
+             * tails where frac(x / s) is tiny) */
+            if (std::fabs(dsum) > 4 * std::sqrt(vsum)) fail_msg("bits %d bucket %u: total bias %g, se %g", bits, bucket,
+                                                                 dsum, std::sqrt(vsum));
+            assert_true(z2 / n < 1.2); /* mean z^2 ~ 1 for an unbiased rounding */
         }
     /* levels whose largest field would overflow fp32 are left to the exact path */
     CodecParams p = params(terngrad::kLevels, 0, 0.0f);
@@ -434,7 +467,8 @@ void given_buckets_when_encoding_expect_one_scaler_per_bucket(void **) {
             float mx = 0;
             for (size_t i = lo; i < hi; ++i) mx = std::max(mx, std::fabs(x[i]));
             const float s = scaler(b, j);
-            assert_true(s == std::min(mx, clip_threshold(x.data() + lo, hi - lo, 2.5f)));
+            /* clipped at c sigma of the whole buffer (the layer, paper eq. 21), not of the bucket */
+            assert_true(s == std::min(mx, clip_threshold(x.data(), n, 2.5f)));
             for (size_t i = lo; i < hi; ++i) assert_true(y[i] == 0.0f || std::fabs(y[i]) == s);
         }
         assert_true(scaler(b, 3) > 100 * scaler(b, 2));
@@ -450,6 +484,46 @@ void given_buckets_when_encoding_expect_one_scaler_per_bucket(void **) {
         Status st;
         encode(p, x, &st);
         assert_int_equal(static_cast<int>(st), static_cast<int>(Status::invalid_arg));
+    }
+}
+
+/* The collective decides the clip threshold once per buffer: prepare() reports c sigma of
+ * the whole buffer through clip_out, and a chunk encoded with clip_at is clipped at it, not
+ * at its own sigma (the chunk here has a sigma 100x the buffer's rest). */
+void given_clip_at_when_encoding_chunk_expect_buffer_threshold(void **) {
+    const size_t n = 8192;
+    auto x = normal_data(n, 41);
+    for (size_t i = 4096; i < 4096 + 256; ++i) x[i] *= 100.0f; /* a loud chunk */
+    for (uint32_t bucket : {0u, 64u, 100u}) {
+        CodecParams p = params(terngrad::kBase4, bucket, 2.5f);
+        float cs = 0;
+        p.clip_out = &cs;
+        double stat = 0;
+        assert_int_equal(static_cast<int>(ops().prepare(x.data(), n, p, &stat)), 0);
+        const float want = clip_threshold(x.data(), n, 2.5f);
+        assert_true(cs == want);
+        float mx = 0;
+        for (float v : x) mx = std::max(mx, std::min(std::fabs(v), want));
+        assert_true(static_cast<float>(stat) == mx); /* eq. 4's local scaler: max |clipped g| */
+        p.clip_out = nullptr;
+        p.clip_at = cs;
+        const std::vector<float> chunk(x.begin() + 4096, x.begin() + 4096 + 512);
+        auto b = encode(p, chunk);
+        const size_t nb = bucket ? (chunk.size() + bucket - 1) / bucket : 1;
+        for (size_t j = 0; j < nb; ++j) {
+            float m = 0;
+            for (size_t i = j * (bucket ? bucket : chunk.size()); i < std::min(chunk.size(), (j + 1) * (bucket ? bucket : chunk.size())); ++i)
+                m = std::max(m, std::fabs(chunk[i]));
+            assert_true(scaler(b, j) == std::min(m, cs));
+        }
+        assert_true(cs < clip_threshold(chunk.data(), chunk.size(), 2.5f) / 2); /* the chunk's own is larger */
+        /* no clipping: clip_at = +inf */
+        p.clip_at = INFINITY;
+        auto b2 = encode(p, chunk);
+        float m0 = 0;
+        for (size_t i = 0; i < (bucket ? std::min<size_t>(bucket, chunk.size()) : chunk.size()); ++i)
+            m0 = std::max(m0, std::fabs(chunk[i]));
+        assert_true(scaler(b2, 0) == m0);
     }
 }
 
@@ -542,10 +616,11 @@ int main() {
         cmocka_unit_test(given_many_streams_when_ternarizing_expect_unbiased),
         cmocka_unit_test(given_shared_scale_when_encoding_expect_agreed_grid),
         cmocka_unit_test(given_sum_of_P_ternary_vectors_when_levels_expect_exact),
-        cmocka_unit_test(given_levels_without_shared_scale_expect_nearest_level),
+        cmocka_unit_test(given_levels_off_grid_expect_unbiased_stochastic_rounding),
         cmocka_unit_test(given_same_or_other_stream_when_encoding_expect_same_or_other_bytes),
         cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite),
         cmocka_unit_test(given_buckets_when_encoding_expect_one_scaler_per_bucket),
+        cmocka_unit_test(given_clip_at_when_encoding_chunk_expect_buffer_threshold),
         cmocka_unit_test(given_constant_buffer_with_clipping_expect_not_zeroed),
         cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_sizes_when_asking_payload_expect_16x_and_20x),

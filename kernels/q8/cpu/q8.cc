@@ -4,14 +4,16 @@
  * Encode, two passes:
  *   1. max-abs: integer max of the |x| bit patterns (== float max for finite values; a
  *      result >= 0x7F800000 means NaN/Inf), per block, then over blocks (order-free).
- *   2. y = min(|x| * (1/max), 1) in fp32, then the nearest of the 128 magnitudes without a
- *      search: the top 16 bits of y (exponent + 7 mantissa bits) index a table whose entry
- *      holds the code of the bucket's lower end and, if one of the 127 decision thresholds
- *      falls inside the bucket, that threshold's low 16 bits; so
- *         code = base + ((bits(y) & 0xFFFF) > low16)          (one gather + 4 integer ops)
- *      is an exact float comparison against the threshold. Thresholds are exact midpoints
- *      of neighbouring fp32 magnitudes (ties go to the smaller magnitude); the table is
- *      checked at build time to hold at most one threshold per bucket.
+ *   2. the scale s: max-abs, or for the exponent-offset types (static tree, mantissa) the
+ *      smallest 10^k whose top value holds the max-abs (q8.h);
+ *   3. y = min(|x| * (1/s), 16) in fp32, then the code the type's rule gives (nearest entry,
+ *      or the paper's binary search, q8.h) without a search: the rule is a step function of
+ *      y with at most 127 boundaries; the top 16 bits of y (exponent + 7 mantissa bits)
+ *      index a table whose entry holds the codes below and above the boundary inside the
+ *      bucket (if any) and that boundary's low 16 bits, so
+ *         code = (bits(y) & 0xFFFF) > low16 ? hi : lo          (one gather + 6 integer ops)
+ *      is an exact float comparison against the boundary. The table is checked at build
+ *      time to hold at most one boundary per bucket.
  * Decode: 256-entry table (magnitude * scale, sign in bit 7). AVX-512 VBMI looks up 64
  * codes at once, one vpermi2b per byte plane of the fp32 result.
  */
@@ -29,6 +31,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -37,22 +40,35 @@
 namespace compmpi::q8 {
 namespace {
 
-/* Bucket key = (bits(y) >> 16) - kKeyOff: 7 mantissa bits per binade, binades 2^-32..2^0
- * (everything below 2^-32 shares bucket 0, which must hold code 0 and no threshold). */
+/* Bucket key = (bits(y) >> 16) - kKeyOff: 7 mantissa bits per binade, binades 2^-32..2^4
+ * (everything below 2^-32 shares bucket 0, which must hold no threshold; y is clamped to
+ * kYMax = 16, above every magnitude at scale 1). */
 constexpr int kKeyShift = 16;
 constexpr int32_t kKeyOff = (127 - 32) << 7;
-constexpr int kLutSize = (32 << 7) + 1; /* key of y = 1.0 is 32 << 7 */
+constexpr int kLutSize = (36 << 7) + 1; /* key of y = 16.0 is 36 << 7 */
+constexpr float kYMax = 16.0f;
+
+/* How the encoder picks the entry (docs/codecs/q8.md, "Rounding"). */
+enum Rule : uint8_t {
+    kNearest,   /* nearest magnitude, ties to the smaller */
+    kSearch126, /* the paper's binary search over the 126 tree values (dynamic tree) */
+    kSearch128, /* the paper's binary search over a sorted 128-entry table */
+};
+Rule rule_of(int type) {
+    switch (type) {
+        case kDynamicTree: return kSearch126;
+        case kLinear:
+        case kStaticTree:
+        case kMantissa: return kSearch128;
+        default: return kNearest;
+    }
+}
 
 /* A table that breaks its invariants is a bug in this file, not a run-time condition. */
 [[noreturn]] void table_bug(const char *what, int type, int at) {
     log_error("q8: internal table error (%s) in type %d at %d", what, type, at);
     std::abort();
 }
-
-struct Tables {
-    float mag[kNumTypes][128];
-    uint32_t lut[kNumTypes][kLutSize];
-};
 
 inline uint32_t fbits(float f) {
     uint32_t u;
@@ -65,28 +81,48 @@ inline float bitsf(uint32_t u) {
     return f;
 }
 
+struct Tables {
+    float mag[kNumTypes][128];
+    /* decision rule at scale 1: y > thr[t][i] for exactly i of the nthr[t] sorted thresholds
+     * -> code step_code[t][i] */
+    int nthr[kNumTypes];
+    uint32_t thr[kNumTypes][127];
+    uint8_t step_code[kNumTypes][128];
+    /* bucket table: bits 0..15 low 16 bits of the bucket's threshold (0xFFFF: none), 16..23
+     * code at or below it, 24..31 code above it */
+    uint32_t lut[kNumTypes][kLutSize];
+    /* offset types: fp32(10^k) and the largest max-abs that offset k holds */
+    float offs[kOffsetMax - kOffsetMin + 1];
+    uint32_t bound[kNumTypes][kOffsetMax - kOffsetMin + 1];
+};
+
 /* numerator / denominator of each exact magnitude: integers, one correctly rounded
  * division, so every machine builds the same fp32 table (no libm). */
 double exact(int type, int m) {
-    if (m == 0) return 0.0;
-    double pow10[9] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+    if (m < 0 || m > 127) return NAN;
+    const double p10[9] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+    const int E = m >> 4, f = m & 15; /* E:3 f:4 layouts */
     switch (type) {
-        case kDynamicTree: {
-            int k = 31 - __builtin_clz(static_cast<unsigned>(m)); /* fraction bits */
-            int E = 6 - k;                                         /* leading zeros */
-            int f = m - (1 << k);
-            /* 10^-E (0.1 + 0.9 (2f+1) / 2^(k+1)) */
-            return static_cast<double>((1 << (k + 1)) + 9 * (2 * f + 1)) / (pow10[E + 1] * (1 << (k + 1)));
+        case kDynamicTree:
+        case kDynamicTreeNearest: {
+            if (m == 0) return 0.0;
+            const int k = 31 - __builtin_clz(static_cast<unsigned>(m)); /* tree bits */
+            const int n = 6 - k;                                         /* leading zeros: 10^-n */
+            if (k == 0) return 11.0 / (20.0 * p10[6]);                   /* 0.55e-6 */
+            const int h = 1 << (k - 1), j = m - (1 << k);
+            /* first split of (0.1, 1) at 0.45, then halves; leaf midpoints */
+            const int num = j < h ? 4 * h + 7 * (2 * j + 1) : 18 * h + 11 * (2 * (j - h) + 1);
+            return static_cast<double>(num) / (40.0 * h * p10[n]);
         }
-        case kLinear: return m / 127.0;
-        case kStaticTree: { /* 10^(e-7) (0.1 + 0.9 (2f+1) / 32) */
-            int e = m >> 4, f = m & 15;
-            return static_cast<double>(32 + 9 * (2 * f + 1)) / (320.0 * pow10[7 - e]);
-        }
-        case kMantissa: { /* 10^(e-7) (0.1 + 0.9 f / 16) */
-            int e = m >> 4, f = m & 15;
-            return static_cast<double>(16 + 9 * f) / (160.0 * pow10[7 - e]);
-        }
+        case kLinear:
+        case kLinearNearest: return m / 127.0;
+        case kStaticTree: /* node f of the tree: start points of (0.1,0.45)/8 and (0.45,1)/8 */
+            return static_cast<double>(f < 8 ? 16 + 7 * f : 72 + 11 * (f - 8)) / (160.0 * p10[7 - E]);
+        case kMantissa: return f / p10[7 - E];
+        case kStaticTreeMaxabs: /* 10^(E-7) (0.1 + 0.9 (2f+1) / 32) */
+            return m == 0 ? 0.0 : static_cast<double>(32 + 9 * (2 * f + 1)) / (320.0 * p10[7 - E]);
+        case kMantissaMaxabs: /* 10^(E-7) (0.1 + 0.9 f / 16) */
+            return m == 0 ? 0.0 : static_cast<double>(16 + 9 * f) / (160.0 * p10[7 - E]);
     }
     return NAN;
 }
@@ -96,40 +132,87 @@ float threshold(float a, float b) {
     double s = static_cast<double>(a) + b; /* exact: neighbours are close in magnitude */
     float t = static_cast<float>(s / 2);
     while (2.0 * t > s) t = std::nextafter(t, 0.0f);
-    while (2.0 * std::nextafter(t, 2.0f) <= s) t = std::nextafter(t, 2.0f);
+    while (2.0 * std::nextafter(t, INFINITY) <= s) t = std::nextafter(t, INFINITY);
     return t;
 }
 
 void build_type(Tables &T, int type) {
     float *mag = T.mag[type];
     for (int m = 0; m < 128; ++m) mag[m] = static_cast<float>(exact(type, m));
-    uint32_t tb[127];
+    /* the sorted table the search runs on, and the smallest code of each value */
+    float S[128];
+    std::copy(mag, mag + 128, S);
+    std::sort(S, S + 128);
+    auto code_of_value = [&](float v) {
+        for (int m = 0; m < 128; ++m)
+            if (mag[m] == v) return m;
+        table_bug("value without a code", type, 0);
+    };
+    /* boundary between S[i] and S[i+1] ("y > b -> above"):
+     *   nearest       the midpoint;
+     *   search128     the binary search of the published implementation ends on an odd
+     *                 probe p with bracket (S[p-1], S[p+1]]: it picks the nearer of S[p-1],
+     *                 S[p] below S[p], and S[p] above it, so the boundary is the midpoint
+     *                 for even i and S[i+1] itself for odd i;
+     *   search126     the same over the 126 tree values S[2..127] (probes even, 0 included
+     *                 as the midpoint), the two entries below them by the midpoint. */
+    const Rule rule = rule_of(type);
+    auto boundary = [&](int i) -> float {
+        bool mid = true;
+        if (rule == kSearch128) mid = (i % 2) == 0;
+        if (rule == kSearch126 && i >= 2) {
+            const int t = i - 2; /* index in the 126-entry tree table */
+            mid = (t % 2) == 1 || t == 0;
+        }
+        return mid ? threshold(S[i], S[i + 1]) : S[i + 1];
+    };
+    int nb = 0;
+    T.step_code[type][0] = static_cast<uint8_t>(code_of_value(S[0]));
     for (int i = 0; i < 127; ++i) {
-        if (!(mag[i + 1] > mag[i])) table_bug("magnitudes not increasing", type, i);
-        tb[i] = fbits(threshold(mag[i], mag[i + 1]));
+        if (S[i + 1] == S[i]) continue; /* equal entries: the value does not change */
+        const uint32_t b = fbits(boundary(i));
+        if (nb && b <= T.thr[type][nb - 1]) table_bug("boundaries not increasing", type, i);
+        T.thr[type][nb] = b;
+        T.step_code[type][++nb] = static_cast<uint8_t>(code_of_value(S[i + 1]));
     }
+    T.nthr[type] = nb;
+    const uint32_t *tb = T.thr[type];
     for (int key = 0; key < kLutSize; ++key) {
         uint32_t lo = static_cast<uint32_t>(key + kKeyOff) << kKeyShift, hi = lo | 0xFFFFu;
         if (key == 0) lo = 0;
-        uint32_t base = 0, low = 0xFFFFu;
-        int inside = 0;
-        for (int i = 0; i < 127; ++i) {
+        int base = 0, inside = 0;
+        uint32_t low = 0xFFFFu;
+        for (int i = 0; i < nb; ++i) {
             if (tb[i] < lo) ++base;
             else if (tb[i] < hi) ++inside, low = tb[i] & 0xFFFFu;
         }
-        if (inside > 1 || (key == 0 && (base || inside)))
-            table_bug("bucket holds more than one threshold", type, key);
-        T.lut[type][key] = base << 16 | low;
+        if (inside > 1 || (key == 0 && (base || inside))) table_bug("bucket holds more than one threshold", type, key);
+        const uint32_t clo = T.step_code[type][base], chi = T.step_code[type][base + inside];
+        T.lut[type][key] = chi << 24 | clo << 16 | low;
+    }
+    if (has_offset(type)) {
+        float top = 0;
+        for (int m = 0; m < 128; ++m) top = std::max(top, mag[m]);
+        for (int k = kOffsetMin; k <= kOffsetMax; ++k) {
+            const float b = top * T.offs[k - kOffsetMin];
+            if (!std::isfinite(b)) table_bug("offset out of range", type, k);
+            T.bound[type][k - kOffsetMin] = fbits(b);
+        }
     }
 }
 
 const Tables &tables() {
-    static const Tables t = [] {
-        Tables p;
-        for (int type = 0; type < kNumTypes; ++type) build_type(p, type);
+    static const Tables *t = [] {
+        auto *p = new Tables();
+        char buf[16];
+        for (int k = kOffsetMin; k <= kOffsetMax; ++k) { /* strtof rounds correctly */
+            std::snprintf(buf, sizeof buf, "1e%d", k);
+            p->offs[k - kOffsetMin] = std::strtof(buf, nullptr);
+        }
+        for (int type = 0; type < kNumTypes; ++type) build_type(*p, type);
         return p;
     }();
-    return t;
+    return *t;
 }
 
 #define AVX2 __attribute__((target("avx2")))
@@ -144,10 +227,10 @@ struct EncCtx {
 };
 
 inline uint8_t code_scalar(uint32_t u, float y, const uint32_t *lut) {
-    uint32_t yu = fbits(std::min(y, 1.0f));
+    uint32_t yu = fbits(std::min(y, kYMax));
     int32_t key = std::max(static_cast<int32_t>(yu >> kKeyShift) - kKeyOff, 0);
     uint32_t e = lut[key];
-    uint32_t c = (e >> 16) + static_cast<uint32_t>((yu & 0xFFFFu) > (e & 0xFFFFu));
+    uint32_t c = (yu & 0xFFFFu) > (e & 0xFFFFu) ? e >> 24 : (e >> 16) & 0xFFu;
     return static_cast<uint8_t>(c | ((u >> 24) & 0x80u));
 }
 
@@ -161,15 +244,15 @@ void encode_scalar(const float *in, size_t n, const EncCtx &c, uint8_t *out) {
 
 AVX2 inline __m256i code_avx2(const float *p, __m256 inv, const uint32_t *lut) {
     const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), lo16 = _mm256_set1_epi32(0xFFFF);
-    const __m256i off = _mm256_set1_epi32(kKeyOff), sbit = _mm256_set1_epi32(0x80);
+    const __m256i off = _mm256_set1_epi32(kKeyOff), sbit = _mm256_set1_epi32(0x80), lo8 = _mm256_set1_epi32(0xFF);
     __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
-    __m256 y = _mm256_min_ps(_mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(u, absm)), inv), _mm256_set1_ps(1.0f));
+    __m256 y = _mm256_min_ps(_mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(u, absm)), inv), _mm256_set1_ps(kYMax));
     __m256i yu = _mm256_castps_si256(y);
     __m256i key = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(yu, kKeyShift), off), _mm256_setzero_si256());
     __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int *>(lut), key, 4);
-    /* both sides < 2^16: a signed compare is exact; true = -1, so subtract */
+    /* both sides < 2^16: a signed compare is exact; true = all ones, selects the upper code */
     __m256i gt = _mm256_cmpgt_epi32(_mm256_and_si256(yu, lo16), _mm256_and_si256(e, lo16));
-    __m256i c = _mm256_sub_epi32(_mm256_srli_epi32(e, 16), gt);
+    __m256i c = _mm256_blendv_epi8(_mm256_and_si256(_mm256_srli_epi32(e, 16), lo8), _mm256_srli_epi32(e, 24), gt);
     return _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi32(u, 24), sbit));
 }
 
@@ -272,14 +355,8 @@ void decode_block(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool
 
 bool type_ok(int type) { return type >= 0 && type < kNumTypes; }
 
-}  // namespace
-
-const float *magnitudes(int type) { return type_ok(type) ? tables().mag[type] : nullptr; }
-double magnitude_exact(int type, int m) { return type_ok(type) && m >= 0 && m < 128 ? exact(type, m) : NAN; }
-
-Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads) {
-    if (!type_ok(type)) return Status::invalid_arg;
-    if (lvl > simd_detect()) lvl = simd_detect();
+/* maxabs (bits) of the buffer, or nonfinite */
+Status scan_max(const float *in, size_t n, SimdLevel lvl, int threads, uint32_t *mx_out) {
     const size_t nblocks = (n + kBlock - 1) / kBlock;
     const bool par = n >= kParallelMin && threads > 1;
     uint32_t mx = 0;
@@ -289,18 +366,64 @@ Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, 
         mx = std::max(mx, maxabs::block(in + lo, len, lvl));
     }
     if (mx >= 0x7F800000u) return Status::nonfinite;
+    *mx_out = mx;
+    return Status::ok;
+}
+
+void encode_codes(const float *in, size_t n, int type, float scale, uint8_t *out, SimdLevel lvl, int threads) {
     EncCtx c;
     c.lut = tables().lut[type];
-    c.scale = bitsf(mx);
-    c.inv = mx ? 1.0f / c.scale : 0.0f;
+    c.scale = scale;
+    c.inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     c.divide = std::isinf(c.inv);
-    std::memcpy(out, &c.scale, kScaleBytes);
+    std::memcpy(out, &scale, kScaleBytes);
     uint8_t *codes = out + kScaleBytes;
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
     for (size_t b = 0; b < nblocks; ++b) {
         size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
         encode_block(in + lo, len, c, codes + lo, lvl);
     }
+}
+
+}  // namespace
+
+bool has_offset(int type) { return type == kStaticTree || type == kMantissa; }
+float offset_scale(int k) { return k < kOffsetMin || k > kOffsetMax ? 0.0f : tables().offs[k - kOffsetMin]; }
+const float *magnitudes(int type) { return type_ok(type) ? tables().mag[type] : nullptr; }
+double magnitude_exact(int type, int m) { return type_ok(type) && m >= 0 && m < 128 ? exact(type, m) : NAN; }
+
+int code_of(int type, float y) {
+    if (!type_ok(type) || !(y >= 0.0f)) return -1;
+    const Tables &T = tables();
+    const uint32_t yu = fbits(std::min(y, kYMax));
+    const uint32_t *tb = T.thr[type];
+    const int i = static_cast<int>(std::lower_bound(tb, tb + T.nthr[type], yu) - tb); /* #{t < y} */
+    return T.step_code[type][i];
+}
+
+Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads) {
+    if (!type_ok(type)) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    uint32_t mx = 0;
+    CMPI_CHECK(scan_max(in, n, lvl, threads, &mx));
+    float scale = bitsf(mx);
+    if (has_offset(type)) { /* the smallest exponent offset whose top value holds max |x| */
+        const uint32_t *bound = tables().bound[type];
+        int k = kOffsetMin;
+        while (k < kOffsetMax && mx > bound[k - kOffsetMin]) ++k;
+        scale = offset_scale(k);
+    }
+    encode_codes(in, n, type, scale, out, lvl, threads);
+    return Status::ok;
+}
+
+Status encode_offset(const float *in, size_t n, int type, int k, uint8_t *out, SimdLevel lvl, int threads) {
+    if (!type_ok(type) || !has_offset(type) || k < kOffsetMin || k > kOffsetMax) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    uint32_t mx = 0;
+    CMPI_CHECK(scan_max(in, n, lvl, threads, &mx));
+    encode_codes(in, n, type, offset_scale(k), out, lvl, threads);
     return Status::ok;
 }
 
@@ -309,6 +432,10 @@ Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdL
     float scale;
     std::memcpy(&scale, in, kScaleBytes);
     if (!std::isfinite(scale) || std::signbit(scale)) return Status::corrupt;
+    if (has_offset(type)) { /* only an exponent offset 10^k */
+        const float *offs = tables().offs;
+        if (!std::binary_search(offs, offs + (kOffsetMax - kOffsetMin + 1), scale)) return Status::corrupt;
+    }
     if (lvl > simd_detect()) lvl = simd_detect();
     DecCtx d;
     const float *mag = tables().mag[type];
@@ -361,8 +488,8 @@ Status q8_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams 
 namespace compmpi {
 extern const CodecOps codec_q8_ops = {
     CodecId::q8, "q8",
-    "Dettmers' 8-bit data types after max-abs normalisation, nearest table entry; q8_type: "
-    "dynamic_tree|linear|static_tree|mantissa",
+    "Dettmers' 8-bit data types (dynamic tree, linear, static tree, mantissa; Table 1 rounding or "
+    "nearest), max-abs or exponent-offset scale; q8_type selects",
     0,
     8, 8, 8, 8,
     q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode, q8::q8_decode, q8::q8_decode_add, nullptr,

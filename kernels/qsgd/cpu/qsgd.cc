@@ -266,6 +266,16 @@ Status qs_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams 
     return qs_decode_common(in, len, n, p, acc, true);
 }
 
+/* Phase 2 of the two-phase allreduce re-quantises a partial sum: at 8 bits (s = 127), the
+ * widest this codec has, so that the second, unbiased rounding adds little variance. */
+Status qs_reduced_params(const CodecParams &p, CodecParams *out) {
+    const int P = std::max(p.nranks, out->nranks);
+    *out = p;
+    out->nranks = P;
+    out->bits = 8;
+    return Status::ok;
+}
+
 }  // namespace
 }  // namespace compmpi::qsgd
 
@@ -285,6 +295,6 @@ extern const CodecOps codec_qsgd_ops = {
     qsgd::qs_encode,
     qsgd::qs_decode,
     qsgd::qs_decode_add,
-    nullptr,
+    qsgd::qs_reduced_params,
 };
 }  // namespace compmpi

@@ -1,19 +1,23 @@
 /* terngrad CPU kernels: statistics (sigma, max) in fixed segment order, stochastic
  * ternarisation with Philox-4x32-10 words (scalar, AVX2, AVX-512), packing to base4 / base3,
- * and the exact "levels" variant for phase 2. OpenMP splits the buffer into fixed blocks;
+ * and the "levels" variant for phase 2. OpenMP splits the buffer into fixed blocks;
  * every path and thread count writes identical bytes (tests/unit/test_terngrad.cc).
  *
  * Encode, per call:
- *   1. per bucket: mean, sigma, max|g| (NaN/Inf -> Status::nonfinite); a pass of its own, or
- *      for buckets that divide the OpenMP block, block by block just before step 2;
- *      clip threshold cs = c sigma (none if c = 0 or sigma = 0), s = min(max|g|, cs);
- *      one bucket (param 0) and p.shared_scale > 0: s = shared scale (rounded up to fp32),
- *      cs = min(cs, s); with buckets the shared scale is not used (one double cannot carry
- *      per-bucket scalers)
+ *   1. clip threshold cs = c sigma of the WHOLE contribution (paper eq. 21, sigma of the
+ *      layer; none if c = 0 or sigma = 0): p.clip_at when the collective decided it once
+ *      per buffer (prepare() reports it), else computed here from all n values;
+ *      per bucket: max|g| (NaN/Inf -> Status::nonfinite), s = min(max|g|, cs); a pass of
+ *      its own, or for buckets that divide the OpenMP block, block by block before step 2;
+ *      one bucket (param 0) and p.shared_scale > 0: s = shared scale (eq. 4, rounded up to
+ *      fp32), cs = min(cs, s); with buckets the shared scale is not used (one double
+ *      cannot carry per-bucket scalers)
  *   2. per element: gc = min(|g|, cs); code = sign(g) if u24 < gc (2^24 / s) else 0,
  *      u24 = top 24 bits of the element's Philox word  ->  P(code != 0) = gc / s (+- 2^-23)
  *   3. pack a sub-block's int8 codes, or (AVX-512) pack straight from the compare masks.
- * Phase 2 (variant levels): k = round(x / s) clamped to [-K, K], K = 2^(bits-1) - 1. */
+ * Phase 2 (variant levels), K = 2^(bits-1) - 1: on the shared grid (one bucket, shared
+ * scale s) k = round(x / s), exact for sums of ternaries; otherwise unbiased stochastic
+ * rounding of x / s_j, s_j = max|x_j| / K rounded up. */
 #include "terngrad/terngrad.h"
 
 #include <immintrin.h>
@@ -24,6 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "common/bucket_stats.h"
@@ -410,26 +415,49 @@ void unpack3(const uint8_t *codes, size_t i0, size_t i1, float s, float *out, bo
 }
 
 /* ---------------------------------------------------------------- scalers */
-/* The local scaler of a bucket of cnt elements. */
-Scale scale_of(const bstats::Moments &m, size_t cnt, float clip) {
-    float cs = kInf;
-    if (clip > 0) {
-        const double mean = m.sum / static_cast<double>(cnt);
-        const double var = std::max(0.0, m.sumsq / static_cast<double>(cnt) - mean * mean);
-        /* sigma = 0 (a constant bucket) would clip everything to 0: no clipping then */
-        const float c = static_cast<float>(static_cast<double>(clip) * std::sqrt(var));
-        if (c > 0) cs = c;
-    }
-    return Scale{std::min(m.maxabs, cs), cs};
+/* The clip threshold c sigma of data with moments m over cnt elements (inf: no clipping). */
+float clip_threshold(const bstats::Moments &m, size_t cnt, float clip) {
+    if (!(clip > 0) || cnt == 0) return kInf;
+    const double mean = m.sum / static_cast<double>(cnt);
+    const double var = std::max(0.0, m.sumsq / static_cast<double>(cnt) - mean * mean);
+    /* sigma = 0 (a constant buffer) would clip everything to 0: no clipping then */
+    const float c = static_cast<float>(static_cast<double>(clip) * std::sqrt(var));
+    return c > 0 ? c : kInf;
 }
 
-/* Local scalers of every bucket; false if the data holds NaN/Inf. */
-bool local_scales(const float *in, size_t n, const CodecParams &p, SimdLevel lvl, std::vector<Scale> *sc) {
+/* The clip threshold of a whole contribution (paper eq. 21: sigma of the layer's gradient g,
+ * not of a bucket or of a chunk of it): p.clip_at when the collective decided it, else
+ * c sigma of in[0..n). false if the data hold NaN/Inf (only checked when a pass is made). */
+bool buffer_clip(const float *in, size_t n, const CodecParams &p, SimdLevel lvl, float *cs) {
+    if (p.clip_at > 0) {
+        *cs = p.clip_at;
+        return true;
+    }
+    *cs = kInf;
+    if (!(p.clip > 0)) return true;
     std::vector<bstats::Moments> m;
-    if (!bstats::bucket_moments(in, n, p.param, p.clip > 0, lvl, p.threads, &m)) return false;
-    const size_t nb = m.size(), B = nb <= 1 ? n : p.param;
-    sc->resize(nb);
-    for (size_t b = 0; b < nb; ++b) (*sc)[b] = scale_of(m[b], std::min(B, n - b * B), p.clip);
+    if (!bstats::bucket_moments(in, n, 0, true, lvl, p.threads, &m)) return false;
+    if (!m.empty()) *cs = clip_threshold(m[0], n, p.clip);
+    return true;
+}
+
+/* Local scalers of every bucket, s_j = max |clipped g| over bucket j, all clipped at the
+ * one threshold *cs of the buffer; false if the data hold NaN/Inf. */
+bool local_scales(const float *in, size_t n, const CodecParams &p, SimdLevel lvl, std::vector<Scale> *sc,
+                  float *cs_out = nullptr) {
+    std::vector<bstats::Moments> m;
+    const size_t nb = bstats::bucket_count(n, p.param);
+    float cs = kInf;
+    if (nb <= 1 && !(p.clip_at > 0) && p.clip > 0) { /* one pass gives sigma and max */
+        if (!bstats::bucket_moments(in, n, 0, true, lvl, p.threads, &m)) return false;
+        if (!m.empty()) cs = clip_threshold(m[0], n, p.clip);
+    } else {
+        if (!buffer_clip(in, n, p, lvl, &cs)) return false;
+        if (!bstats::bucket_moments(in, n, p.param, false, lvl, p.threads, &m)) return false;
+    }
+    sc->resize(m.size());
+    for (size_t b = 0; b < m.size(); ++b) (*sc)[b] = Scale{std::min(m[b].maxabs, cs), cs};
+    if (cs_out) *cs_out = cs;
     return true;
 }
 
@@ -455,13 +483,29 @@ size_t tg_max_payload(size_t n, const CodecParams &p) {
     return 4 * bstats::bucket_count(n, p.param) + code_bytes(n, p);
 }
 
+/* The shared statistic (eq. 4): this rank's scaler max |clipped g| over its whole
+ * contribution; the clip threshold it used goes to p.clip_out for the encoder (clip_at). */
 Status tg_prepare(const float *in, size_t n, const CodecParams &p, double *stat) {
     std::vector<Scale> sc;
-    if (!local_scales(in, n, p, p.simd, &sc)) return Status::nonfinite;
+    float cs = kInf;
+    if (!local_scales(in, n, p, std::min(p.simd, simd_detect()), &sc, &cs)) return Status::nonfinite;
     float mx = 0;
     for (const Scale &x : sc) mx = std::max(mx, x.s);
     *stat = mx;
+    if (p.clip_out) *p.clip_out = cs;
     return Status::ok;
+}
+
+/* Stochastic rounding of x / s to an integer in [-K, K]: floor(q) + Bernoulli(q - floor(q)),
+ * E[k] s = x for |x| <= K s (the scaler is rounded up so that this holds). */
+inline int32_t level_stoch(float x, float s, float K, uint32_t w) {
+    if (!(s > 0)) return 0;
+    float q = x / s;
+    q = q < K ? q : K;
+    q = q > -K ? q : -K;
+    const float fl = std::floor(q);
+    const float up = static_cast<float>(w >> 8) < (q - fl) * kTwo24 ? 1.0f : 0.0f;
+    return static_cast<int32_t>(fl + up);
 }
 
 Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *out, SimdLevel lvl) {
@@ -471,24 +515,37 @@ Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *o
     const int b = p.bits;
     const float K = static_cast<float>((1 << (b - 1)) - 1);
     std::vector<float> s(nb);
-    for (size_t j = 0; j < nb; ++j) { /* no shared scale: nearest of 2K+1 levels, K s <= max|x| */
-        const double d = m[j].maxabs / static_cast<double>(K);
-        s[j] = static_cast<float>(d);
-        if (static_cast<double>(s[j]) > d) s[j] = std::nextafter(s[j], 0.0f);
-    }
-    if (p.param == 0 && p.shared_scale > 0 && nb == 1) s[0] = bstats::float_up(p.shared_scale);
+    /* On the shared grid (one bucket, shared scale s): the values are sums of ternaries k s
+     * and round(x / s) recovers k exactly. Otherwise (buckets: every rank has its own
+     * scalers; no shared scale) the values are not on a grid: 2K+1 levels of step
+     * s_j = max|x_j| / K (rounded up: |x| <= K s_j) and unbiased stochastic rounding. */
+    const bool grid = p.param == 0 && p.shared_scale > 0 && nb == 1;
+    if (grid) s[0] = bstats::float_up(p.shared_scale);
+    else
+        for (size_t j = 0; j < nb; ++j) s[j] = bstats::float_up(m[j].maxabs / static_cast<double>(K));
     for (float v : s)
         if (!levels_fit(v, b)) return Status::nonfinite; /* |x| near FLT_MAX: the exact path takes it */
     if (nb) std::memcpy(out, s.data(), 4 * nb);
     uint8_t *codes = out + 4 * nb;
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    /* k of elements [lo, hi) into c (int8 or int32) */
+    auto levels_of = [&](size_t lo, size_t hi, auto *c) {
+        using T = std::remove_pointer_t<decltype(c)>;
+        if (grid) {
+            const float s0 = s[0];
+            for (size_t i = lo; i < hi; ++i) c[i - lo] = static_cast<T>(level_one(in[i], s0, K));
+            return;
+        }
+        uint32_t w[64];
+        for (size_t i = lo; i < hi;) {
+            const size_t g = i >> 6, e = std::min(hi, (g + 1) << 6);
+            philox::group_scalar(st, g, w);
+            for (; i < e; ++i) c[i - lo] = static_cast<T>(level_stoch(in[i], s[i / B], K, w[i & 63]));
+        }
+    };
     if (b <= 8) {
         fields::encode_blocks(
-            n, B, p.threads,
-            [&](size_t lo, size_t hi, size_t j, int8_t *c) {
-                const float sj = s[j], *x = in + lo;
-                const size_t cnt = hi - lo;
-                for (size_t i = 0; i < cnt; ++i) c[i] = static_cast<int8_t>(level_one(x[i], sj, K));
-            },
+            n, B, p.threads, [&](size_t lo, size_t hi, size_t, int8_t *c) { levels_of(lo, hi, c); },
             [&](const int8_t *c, size_t cnt, size_t lo) { fields::pack(c, cnt, b, codes + lo / 8 * b, lvl); });
         return Status::ok;
     }
@@ -497,7 +554,7 @@ Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *o
     for (size_t k = 0; k < nblocks; ++k) {
         std::vector<int32_t> c(kBlock);
         const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
-        for (size_t i = lo; i < hi; ++i) c[i - lo] = level_one(in[i], s[i / B], K);
+        levels_of(lo, hi, c.data());
         fields::pack_wide_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
     }
     return Status::ok;
@@ -519,22 +576,26 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     std::vector<Scale> sc(nb);
     /* small buckets: statistics block by block inside the encode loop (one read of the data) */
     const bool fused = fields::fused_stats(nb, B);
+    float cs = kInf; /* the buffer's clip threshold (eq. 21), one for every bucket */
     if (!fused) {
         if (!local_scales(in, n, p, lvl, &sc)) return Status::nonfinite;
         if (p.param == 0 && p.shared_scale > 0 && nb == 1) {
-            /* the agreed scaler; clipping at it keeps |gc| <= s if this chunk's sigma is larger */
+            /* the agreed scaler (eq. 4), >= this rank's max |clipped g|; the extra clip at s
+             * only matters to a caller whose shared scale is not the MAX of the prepare()s */
             sc[0].s = bstats::float_up(p.shared_scale);
             sc[0].cs = std::min(sc[0].cs, sc[0].s);
         }
+    } else if (!buffer_clip(in, n, p, lvl, &cs)) {
+        return Status::nonfinite;
     }
     std::vector<uint8_t> bad(fused ? (n + kBlock - 1) / kBlock : 0, 0);
     auto block_stats = [&](size_t k, size_t lo, size_t hi) {
         if (!fused) return;
         for (size_t j = lo / B; j * B < hi; ++j) {
             const size_t cnt = std::min(B, n - j * B);
-            const bstats::Moments m = bstats::moments_of(in + j * B, cnt, p.clip > 0, lvl);
+            const bstats::Moments m = bstats::moments_of(in + j * B, cnt, false, lvl);
             bad[k] |= m.bad;
-            sc[j] = scale_of(m, cnt, p.clip);
+            sc[j] = Scale{std::min(m.maxabs, cs), cs};
         }
     };
     uint8_t *codes = out + 4 * nb;
