@@ -74,7 +74,7 @@ tests_mpi_t_ef_LDFLAGS = $(MPITEST_NOINSTALL)
 # t_unbiased: mean of many compressed allreduces = the clipped / exact sum (terngrad, qsgd)
 MPITEST_PROGS += tests/mpi/t_unbiased
 tests_mpi_t_unbiased_SOURCES = tests/mpi/t_unbiased.c tests/mpi/mpitest.h
-tests_mpi_t_unbiased_LDADD = libcompmpi.la -lm
+tests_mpi_t_unbiased_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_unbiased_LDFLAGS = $(MPITEST_NOINSTALL)
 # theta schedule (src/schedule.h)
 MPITEST_PROGS += tests/mpi/t_theta
