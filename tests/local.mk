@@ -78,3 +78,14 @@ MPITEST_PROGS += tests/mpi/t_theta
 tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
 tests_mpi_t_theta_LDADD = libcompmpi.la -lm
 tests_mpi_t_theta_LDFLAGS = $(MPITEST_NOINSTALL)
+
+# ---- Fortran MPI test (only where configure found the MPI family's Fortran wrapper); built
+# by the wrapper directly so that configure needs no Fortran compiler otherwise
+EXTRA_DIST += tests/mpi/f_allreduce.f90
+if HAVE_MPIFC
+check_SCRIPTS = tests/mpi/f_allreduce
+CLEANFILES += tests/mpi/f_allreduce
+tests/mpi/f_allreduce: $(srcdir)/tests/mpi/f_allreduce.f90
+	@$(MKDIR_P) tests/mpi
+	$(AM_V_GEN)$(MPIFC) $(MPIFC_FLAGS) -O2 -o $@ $(srcdir)/tests/mpi/f_allreduce.f90
+endif

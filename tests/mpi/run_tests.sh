@@ -23,12 +23,13 @@ while read -r line; do
     if [ -n "${MPI_TEST_FILTER:-}" ] && ! [[ $line =~ $MPI_TEST_FILTER ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=()
+    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=() optional=0
     for o in $opts; do
         case $o in
             rank0:*) kv=${o#rank0:}; rank0+=(-env "${kv%%=*}" "${kv#*=}") ;;
             arg:*) args+=("${o#arg:}") ;;
             expect_fail) expect_fail=1 ;;
+            optional) optional=1 ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
             valgrind) wrap=(valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
                             --show-leak-kinds=definite --suppressions="$supp" --num-callers=30) ;;
@@ -45,6 +46,10 @@ while read -r line; do
         *) echo "testlist: unknown mode '$mode'"; exit 2 ;;
     esac
     exe="$top_builddir/tests/mpi/$prog"
+    if [ $optional = 1 ] && [ ! -x "$exe" ]; then
+        printf 'skip  %-22s np=%s %-7s (not built here)\n' "$prog" "$np" "$mode"
+        continue
+    fi
     log="$logdir/$idx-$prog-np$np-$mode"
     if [ ${#rank0[@]} -gt 0 ]; then
         cmd=("$MPIEXEC" "${genv[@]}" -n 1 "${rank0[@]}" "${wrap[@]}" "$exe" "${args[@]}" : -n $((np - 1)) "${wrap[@]}" "$exe" "${args[@]}")
