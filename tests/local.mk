@@ -23,6 +23,37 @@ TESTS_UNIT += tests/fuzz/fuzz_blob
 tests_fuzz_fuzz_blob_SOURCES = tests/fuzz/fuzz_blob.cc
 tests_fuzz_fuzz_blob_LDADD = libcompmpi_core.la
 
+# ---- coverage-guided fuzz targets (decoders through the blob layer, the header validator,
+# the settings/hint parser). --enable-fuzzing: libFuzzer binaries (scripts/test-hardening.sh
+# runs them); otherwise make check replays the committed corpus through them.
+FUZZ_TARGETS = tests/fuzz/fuzz_decode tests/fuzz/fuzz_header tests/fuzz/fuzz_settings
+tests_fuzz_fuzz_decode_SOURCES = tests/fuzz/fuzz_decode.cc tests/fuzz/fuzz_target.h
+tests_fuzz_fuzz_header_SOURCES = tests/fuzz/fuzz_header.cc tests/fuzz/fuzz_target.h
+tests_fuzz_fuzz_settings_SOURCES = tests/fuzz/fuzz_settings.cc tests/fuzz/fuzz_target.h
+tests_fuzz_fuzz_decode_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_NAME='"fuzz_decode"'
+tests_fuzz_fuzz_header_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_NAME='"fuzz_header"'
+tests_fuzz_fuzz_settings_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_NAME='"fuzz_settings"'
+tests_fuzz_fuzz_decode_LDADD = libcompmpi_core.la
+tests_fuzz_fuzz_header_LDADD = libcompmpi_core.la
+tests_fuzz_fuzz_settings_LDADD = libcompmpi_core.la
+if ENABLE_FUZZING
+noinst_PROGRAMS += $(FUZZ_TARGETS)
+tests_fuzz_fuzz_decode_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_header_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_settings_LDFLAGS = -fsanitize=fuzzer
+else
+check_PROGRAMS += $(FUZZ_TARGETS)
+TESTS_UNIT += $(FUZZ_TARGETS)
+tests_fuzz_fuzz_decode_SOURCES += tests/fuzz/standalone_main.cc
+tests_fuzz_fuzz_header_SOURCES += tests/fuzz/standalone_main.cc
+tests_fuzz_fuzz_settings_SOURCES += tests/fuzz/standalone_main.cc
+endif
+# the seed corpus generator: tests/fuzz/make_corpus $(top_srcdir)/tests/fuzz/corpus
+noinst_PROGRAMS += tests/fuzz/make_corpus
+tests_fuzz_make_corpus_SOURCES = tests/fuzz/make_corpus.cc tests/fuzz/fuzz_target.h
+tests_fuzz_make_corpus_LDADD = libcompmpi_core.la
+EXTRA_DIST += tests/fuzz/corpus
+
 # ---- MPI tests: small programs run by tests/mpi/run_tests.sh from tests/mpi/testlist.
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \

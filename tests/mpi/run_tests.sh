@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run the MPI test list (tests/mpi/testlist). Prints one line per run and a closing
 # "N passed, N failed". Environment: top_builddir, top_srcdir (set by make check),
-# MPIEXEC (default mpiexec.mpich), MPI_TEST_FILTER (regex on the line), MPI_TEST_TIMEOUT (s).
+# MPIEXEC (default mpiexec.mpich), MPI_TEST_FILTER (regex on the line), MPI_TEST_TIMEOUT (s),
+# MPI_TEST_EXCLUDE (regex: skip matching lines), MPI_TEST_PRELOAD (libraries loaded before
+# libcompmpi.so in preload runs, e.g. a sanitizer runtime).
 set -u
 set -f  # testlist options hold regex brackets: no globbing
 top_builddir=${top_builddir:-$(pwd)}
@@ -21,6 +23,7 @@ while read -r line; do
     line=${line%%#*}
     [ -z "${line// /}" ] && continue
     if [ -n "${MPI_TEST_FILTER:-}" ] && ! [[ $line =~ $MPI_TEST_FILTER ]]; then continue; fi
+    if [ -n "${MPI_TEST_EXCLUDE:-}" ] && [[ $line =~ $MPI_TEST_EXCLUDE ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
     genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=() optional=0
@@ -41,7 +44,7 @@ while read -r line; do
     # on shared memory exactly) is off unless a line sets COMPMPI_COST_MODEL itself.
     [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(-genv COMPMPI_COST_MODEL off)
     case $mode in
-        preload) genv+=(-genv LD_PRELOAD "$lib") ;;
+        preload) genv+=(-genv LD_PRELOAD "${MPI_TEST_PRELOAD:+$MPI_TEST_PRELOAD }$lib") ;;
         plain|link) ;;
         *) echo "testlist: unknown mode '$mode'"; exit 2 ;;
     esac
