@@ -20,6 +20,7 @@ if [ $rc != 0 ]; then
     echo "make check failed (exit $rc)"
     exit $rc
 fi
+(cd "$OLDPWD" && scripts/test-hardening.sh)  # clang, ASan/UBSan, TSan, libFuzzer (docs/hardening.md)
 # one closing line for the whole suite
 pass=0 fail=0
 for trs in $(find tests -name '*.trs'); do
