@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Hardening checks, run by scripts/test.sh after the main suite (docs/hardening.md):
-#   clang  clang 14 build of the whole tree with ASan+UBSan and libFuzzer coverage: the unit
-#          tests pass, then every libFuzzer target runs FUZZ_SECONDS from the committed corpus
-#   asan   GCC build with ASan+UBSan: the unit tests and the MPI test list (LD_PRELOAD and
-#          linked; the valgrind lines and the runs without libcompmpi are left out)
+#   clang  clang 14 build of the whole tree with ASan+UBSan (and libFuzzer coverage on the
+#          library): the unit tests, the MPI test list under ASan (LD_PRELOAD and linked;
+#          the valgrind lines and the runs without libcompmpi left out), then every libFuzzer
+#          target for FUZZ_SECONDS from the committed corpus
 #   tsan   GCC build with TSan: the MPI_THREAD_MULTIPLE test (t_threads)
-# Each part configures its own build directory (_build-clang, _build-asan, _build-tsan) and
-# prints its cost. HARDENING_PARTS selects parts (default "clang asan tsan").
+#   asan   (not run by default: the clang part covers it) the same ASan+UBSan checks as
+#          clang's, with GCC
+# Each part configures its own build directory (_build-clang, _build-tsan, _build-asan) and
+# prints its cost. HARDENING_PARTS selects parts (default "clang tsan").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-parts=${HARDENING_PARTS:-clang asan tsan}
+parts=${HARDENING_PARTS:-clang tsan}
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 jobs=$(nproc)
 [ -x configure ] && [ configure -nt configure.ac ] || ./autogen.sh >/dev/null
@@ -32,8 +34,9 @@ end() { # name status
 configure_in() {
     local dir=$1; shift
     mkdir -p "$dir"
-    if [ ! -f "$dir/Makefile" ] || [ configure -nt "$dir/config.status" ]; then
+    if [ ! -f "$dir/Makefile" ] || [ configure -nt "$dir/config.status" ] || [ "$*" != "$(cat "$dir/.hardening-args" 2>/dev/null)" ]; then
         (cd "$dir" && ../configure --without-cuda "$@" >configure.out 2>&1) || { tail -30 "$dir/configure.out"; return 1; }
+        echo "$*" >"$dir/.hardening-args"
     fi
 }
 # The unit test programs of a configured tree (automake's TESTS_UNIT, the corpus replays
@@ -54,17 +57,8 @@ build_and_unit() {
     grep -E "^# (TOTAL|PASS|FAIL)" "$dir/check.out" | tr '\n' ' '; echo
 }
 
-# Sanitizer settings. Every suppression names MPI's own code, never libcompmpi's:
-#   leak:libmpich / libucp / libucs / libuct / libhwloc / libyaksa: start-up allocations that
-#   MPICH and UCX keep until exit and never free (seen: MPID_Init, ucp_init, hwloc topology);
-#   libcompmpi frees everything it allocates in MPI_Finalize or at exit.
-#   leak:libgfortran / libmpichfort: the Fortran runtime's unit tables (f_allreduce).
-lsan_supp=$top/_build-asan/lsan.supp
-write_lsan_supp() {
-    mkdir -p "$(dirname "$lsan_supp")"
-    printf '%s\n' leak:libmpich.so leak:libucp.so leak:libucs.so leak:libuct.so leak:libhwloc.so \
-        leak:libyaksa leak:libgfortran.so leak:libmpichfort.so >"$lsan_supp"
-}
+# Sanitizer settings.
+lsan_supp=$top/tests/mpi/lsan.supp  # every entry justified there
 # detect_odr_violation=0: MPICH's wrappers link libmpich into both the test executable and
 #   libcompmpi.so's dependency list; ASan then sees MPICH's own globals twice (not ours).
 # alloc_dealloc_mismatch stays on, halt on the first UBSan report.
@@ -74,14 +68,34 @@ asan_env() {
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=87"
 }
 
+# The MPI test list under ASan in a configured tree; $1 = build dir, $2 = the ASan runtime.
+# Preloaded runs: the launcher and the test programs are not instrumented, so the ASan
+# runtime must be the first library of every rank. valgrind lines cannot run under ASan;
+# plain lines run no libcompmpi code.
+mpi_list_asan() {
+    local dir=$1 rt=$2
+    make -C "$dir" -j"$jobs" check TESTS= >"$dir/check-build.out" 2>&1 || { echo "building the MPI tests failed"; tail -20 "$dir/check-build.out"; return 1; }
+    (cd "$dir" && MPI_TEST_PRELOAD="$rt" MPI_TEST_EXCLUDE=' (valgrind|plain)( |$)' \
+        MPI_TEST_TIMEOUT=300 top_builddir=$PWD top_srcdir=$top "$top/tests/mpi/run_tests.sh") >"$dir/mpi.out" 2>&1 \
+        && { tail -1 "$dir/mpi.out"; return 0; }
+    grep -A60 '^FAIL' "$dir/mpi.out" | head -150
+    tail -1 "$dir/mpi.out"
+    return 1
+}
+
 # ---------------------------------------------------------------- clang + libFuzzer
 part_clang() {
     local dir=_build-clang
+    # the ASan runtime as a shared library, so that it can be preloaded into uninstrumented
+    # MPI programs before libcompmpi.so
+    local rt
+    rt=$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so)
     configure_in "$dir" CC="mpicc.mpich -cc=clang-14" CXX="mpicxx.mpich -cxx=clang++-14" \
-        --enable-sanitizers=address,undefined --enable-fuzzing CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" || return 1
-    write_lsan_supp
+        --enable-sanitizers=address,undefined --enable-fuzzing CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" \
+        LDFLAGS="-shared-libasan -Wl,-rpath,$(dirname "$rt")" || return 1
     asan_env
     build_and_unit "$dir" || return 1
+    mpi_list_asan "$dir" "$rt" || return 1
     local t out status=0
     rm -rf "$dir/fuzz-run" && mkdir -p "$dir/fuzz-run/artifacts"
     for t in fuzz_decode fuzz_header fuzz_settings; do
@@ -104,20 +118,9 @@ part_clang() {
 part_asan() {
     local dir=_build-asan
     configure_in "$dir" --enable-sanitizers=address,undefined CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" || return 1
-    write_lsan_supp
     asan_env
     build_and_unit "$dir" || return 1
-    make -C "$dir" -j"$jobs" check TESTS= >/dev/null 2>&1 || { echo "building the MPI tests failed"; return 1; }
-    [ -d /etc/alternatives ] || true
-    # Preloaded runs: the launcher and the test programs are not instrumented, so the ASan
-    # runtime must be the first library of every rank. valgrind lines cannot run under ASan;
-    # plain lines run no libcompmpi code.
-    (cd "$dir" && MPI_TEST_PRELOAD="$(gcc -print-file-name=libasan.so)" MPI_TEST_EXCLUDE=' (valgrind|plain)( |$)' \
-        MPI_TEST_TIMEOUT=300 top_builddir=$PWD top_srcdir=$top "$top/tests/mpi/run_tests.sh") >"$dir/mpi.out" 2>&1 \
-        && { tail -1 "$dir/mpi.out"; return 0; }
-    grep -A60 '^FAIL' "$dir/mpi.out" | head -150
-    tail -1 "$dir/mpi.out"
-    return 1
+    mpi_list_asan "$dir" "$(gcc -print-file-name=libasan.so)"
 }
 
 # ---------------------------------------------------------------- GCC TSan

@@ -97,7 +97,7 @@ EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/check_docs.sh
 # docs/settings consistency check.
 TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)'; export top_builddir top_srcdir MPIEXEC;
-EXTRA_DIST += tests/mpi/valgrind.supp
+EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/tsan.supp tests/mpi/lsan.supp
 MPITEST_NOINSTALL = -no-install
 tests_mpi_t_compressed_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_awp_LDFLAGS = $(MPITEST_NOINSTALL)
