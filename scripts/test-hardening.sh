@@ -41,7 +41,7 @@ configure_in() {
 }
 # The unit test programs of a configured tree (automake's TESTS_UNIT, the corpus replays
 # of the fuzz targets included in non-fuzzing builds).
-unit_tests() { make -s -C "$1" -f Makefile -f - print-units <<<'print-units: ; @echo $(TESTS_UNIT)'; }
+unit_tests() { make -s --no-print-directory -C "$1" -f Makefile -f - print-units <<<'print-units: ; @echo $(TESTS_UNIT)'; }
 # build the tree and every check program, run the unit tests through automake's harness
 build_and_unit() {
     local dir=$1 units
