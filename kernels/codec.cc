@@ -109,7 +109,7 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
     i.count = get64(blob + 16);
     i.payload = get64(blob + 24);
     if (i.flags & ~BLOB_FLAGS) return Status::corrupt;
-    if (i.count != expect_count) return Status::corrupt;
+    if (i.count != expect_count || i.count > kBlobMaxCount) return Status::corrupt;
     if (i.payload > avail - kBlobHeaderBytes) return Status::corrupt;
     if (i.flags) {
         if (i.payload != 0) return Status::corrupt;

@@ -42,6 +42,10 @@ inline constexpr size_t kBlobHeaderBytes = 32;
 inline constexpr uint8_t BLOB_NONFINITE = 0x01;
 inline constexpr uint8_t BLOB_ABANDON = 0x02;
 inline constexpr uint8_t BLOB_FLAGS = BLOB_NONFINITE | BLOB_ABANDON;
+/* Largest element count a header may claim: no codec's size arithmetic (a few bytes per
+ * element at most) overflows below it. Found by tests/fuzz/fuzz_header: a bitpack header
+ * claiming 2^62 elements had a 32-bit payload bound of 2^64 = 0 bytes and passed. */
+inline constexpr uint64_t kBlobMaxCount = uint64_t{1} << 56;
 
 /* Everything a codec needs besides the data. bits/variant/param travel in the header;
  * the rest is encode-side context only. */

@@ -2,21 +2,71 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define COMPMPI_X86 1
+#endif
 
 namespace compmpi {
 
 namespace {
 std::atomic<int> g_forced{-1};
 std::atomic<int> g_threads{1};
+
+#ifdef COMPMPI_X86
+struct CpuBits {
+    uint32_t l1c = 0, l7b = 0, l7c = 0, l71a = 0; /* CPUID leaf 1 ECX, leaf 7.0 EBX/ECX, leaf 7.1 EAX */
+    uint64_t xcr0 = 0;                          /* register state the OS saves */
+};
+CpuBits read_cpu() {
+    CpuBits b;
+    unsigned a, bx, c, d;
+    if (!__get_cpuid(1, &a, &bx, &c, &d)) return b;
+    b.l1c = c;
+    if (__get_cpuid_count(7, 0, &a, &bx, &c, &d)) {
+        b.l7b = bx, b.l7c = c;
+        if (a >= 1 && __get_cpuid_count(7, 1, &a, &bx, &c, &d)) b.l71a = a;
+    }
+    if (b.l1c & (1u << 27)) { /* OSXSAVE: XGETBV may be executed */
+        uint32_t lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        b.xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+    }
+    return b;
+}
+#endif
 }  // namespace
+
+bool cpu_has(CpuFeature f) {
+#ifdef COMPMPI_X86
+    static const CpuBits b = read_cpu();
+    const bool ymm = (b.xcr0 & 0x6) == 0x6;            /* SSE + AVX state */
+    const bool zmm = ymm && (b.xcr0 & 0xE0) == 0xE0;   /* opmask + ZMM state */
+    const bool avx = ymm && (b.l1c & (1u << 28));
+    switch (f) {
+        case CpuFeature::avx2: return avx && (b.l7b & (1u << 5));
+        case CpuFeature::bmi2: return b.l7b & (1u << 8);
+        case CpuFeature::f16c: return avx && (b.l1c & (1u << 29));
+        case CpuFeature::avx512f: return zmm && (b.l7b & (1u << 16));
+        case CpuFeature::avx512bw: return zmm && (b.l7b & (1u << 30));
+        case CpuFeature::avx512vl: return zmm && (b.l7b & (1u << 31));
+        case CpuFeature::avx512vbmi: return zmm && (b.l7c & (1u << 1));
+        case CpuFeature::avx512bf16: return zmm && (b.l71a & (1u << 5));
+    }
+#else
+    (void)f;
+#endif
+    return false;
+}
 
 SimdLevel simd_detect() {
     static const SimdLevel lvl = [] {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi"))
+        if (cpu_has(CpuFeature::avx512f) && cpu_has(CpuFeature::avx512bw) && cpu_has(CpuFeature::avx512vl) &&
+            cpu_has(CpuFeature::avx512vbmi))
             return SimdLevel::avx512;
-        if (__builtin_cpu_supports("avx2")) return SimdLevel::avx2;
+        if (cpu_has(CpuFeature::avx2)) return SimdLevel::avx2;
         return SimdLevel::scalar;
     }();
     return lvl;

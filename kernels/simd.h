@@ -5,6 +5,12 @@ namespace compmpi {
 
 enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2 };
 
+/* CPU features kernels dispatch on: CPUID, and the OS saving the vector registers (XGETBV),
+ * so that GCC and clang build the same check (__builtin_cpu_supports knows different
+ * names in each). False on non-x86 CPUs. */
+enum class CpuFeature { avx2, bmi2, f16c, avx512f, avx512bw, avx512vl, avx512vbmi, avx512bf16 };
+bool cpu_has(CpuFeature f);
+
 /* Widest level this CPU supports (AVX-512 here means F+BW+VL+VBMI). */
 SimdLevel simd_detect();
 /* Level kernels use: min(detected, forced by COMPMPI_SIMD). */

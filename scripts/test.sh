@@ -21,6 +21,7 @@ if [ $rc != 0 ]; then
     exit $rc
 fi
 BUILD_DIR=$PWD "$OLDPWD"/scripts/test-openmpi.sh || exit 1  # Open MPI: build, test list, mpi4py, cross-family, install
+(cd "$OLDPWD" && scripts/test-hardening.sh)  # clang, ASan/UBSan, TSan, libFuzzer (docs/hardening.md)
 # one closing line for the whole suite
 pass=0 fail=0
 for trs in $(find tests -name '*.trs'); do

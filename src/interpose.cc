@@ -261,9 +261,10 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
 /* Where the user's buffers live decides the backend, never whether the call is compressed:
  * ranks do not agree on memory placement, so every rank must run the same algorithm. */
 int run_compressed(const CollArgs &a, CommState &st) {
+    const void *key = a.key ? a.key : a.recvbuf;
     const bool send_dev = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf);
     const bool recv_dev = cuda_is_device_ptr(a.recvbuf);
-    if (!send_dev && !recv_dev) return run_on(a, st, backend_cpu(), &st, nullptr, a.recvbuf);
+    if (!send_dev && !recv_dev) return run_on(a, st, backend_cpu(), &st, nullptr, key);
     const CudaModule *m = cuda_module();
     if (!m) abort_device(a, "the CUDA module is not available (see the message above)");
     const bool mixed = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && send_dev != recv_dev;
@@ -273,13 +274,29 @@ int run_compressed(const CollArgs &a, CommState &st) {
             st.gpu_destroy = m->ctx_destroy;
         }
         if (!st.gpu_ctx) abort_device(a, "the CUDA module could not create a context");
-        return run_on(a, st, *m->backend, st.gpu_ctx, m, a.recvbuf);
+        return run_on(a, st, *m->backend, st.gpu_ctx, m, key);
     }
     /* one buffer on the host, one on the device: compress on the host */
-    return with_host_copies(a, st, *m, [&](const CollArgs &b) { return run_on(b, st, backend_cpu(), &st, m, a.recvbuf); });
+    return with_host_copies(a, st, *m, [&](const CollArgs &b) { return run_on(b, st, backend_cpu(), &st, m, key); });
 }
 
-int dispatch(const CollArgs &a) noexcept {
+/* The eligible call as MPI_FLOAT over dense buffers (packing derived-type layouts that are
+ * not one dense run; src/eligibility.h), compressed, then unpacked. */
+int run_float_view(const CollArgs &a, CommState &st) {
+    FloatView v;
+    bool device = false;
+    int rc = float_view_begin(a, st.rank, st.size, &v, &device);
+    if (device) abort_device(a, "a derived datatype that is not one dense run of floats needs packing on the host");
+    if (rc == MPI_SUCCESS) rc = run_compressed(v.args, st);
+    else { /* the peers are already inside the collective: do not leave them waiting */
+        log_error("%s: packing the datatype failed (MPI error %d); aborting", coll_name(a.kind), rc);
+        PMPI_Abort(a.comm, 1);
+    }
+    int rc2 = float_view_end(a, v);
+    return rc != MPI_SUCCESS ? rc : rc2 != MPI_SUCCESS ? raise_error(a.comm, rc2) : MPI_SUCCESS;
+}
+
+int dispatch(CollArgs a) noexcept {
     try {
         CollStats &cs = stats(a.kind);
         int reason = -1;
@@ -295,7 +312,7 @@ int dispatch(const CollArgs &a) noexcept {
                 reason = eligibility_check(a, *st);
                 if (reason < 0) {
                     ReentryGuard guard;
-                    return run_compressed(a, *st);
+                    return run_float_view(a, *st);
                 }
             }
         }

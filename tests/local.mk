@@ -23,6 +23,37 @@ TESTS_UNIT += tests/fuzz/fuzz_blob
 tests_fuzz_fuzz_blob_SOURCES = tests/fuzz/fuzz_blob.cc
 tests_fuzz_fuzz_blob_LDADD = libcompmpi_core.la
 
+# ---- coverage-guided fuzz targets (decoders through the blob layer, the header validator,
+# the settings/hint parser). --enable-fuzzing: libFuzzer binaries (scripts/test-hardening.sh
+# runs them); otherwise make check replays the committed corpus through them.
+FUZZ_TARGETS = tests/fuzz/fuzz_decode tests/fuzz/fuzz_header tests/fuzz/fuzz_settings
+tests_fuzz_fuzz_decode_SOURCES = tests/fuzz/fuzz_decode.cc tests/fuzz/fuzz_target.h
+tests_fuzz_fuzz_header_SOURCES = tests/fuzz/fuzz_header.cc tests/fuzz/fuzz_target.h
+tests_fuzz_fuzz_settings_SOURCES = tests/fuzz/fuzz_settings.cc tests/fuzz/fuzz_target.h
+tests_fuzz_fuzz_decode_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_NAME='"fuzz_decode"'
+tests_fuzz_fuzz_header_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_NAME='"fuzz_header"'
+tests_fuzz_fuzz_settings_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_NAME='"fuzz_settings"'
+tests_fuzz_fuzz_decode_LDADD = libcompmpi_core.la
+tests_fuzz_fuzz_header_LDADD = libcompmpi_core.la
+tests_fuzz_fuzz_settings_LDADD = libcompmpi_core.la
+if ENABLE_FUZZING
+noinst_PROGRAMS += $(FUZZ_TARGETS)
+tests_fuzz_fuzz_decode_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_header_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_settings_LDFLAGS = -fsanitize=fuzzer
+else
+check_PROGRAMS += $(FUZZ_TARGETS)
+TESTS_UNIT += $(FUZZ_TARGETS)
+tests_fuzz_fuzz_decode_SOURCES += tests/fuzz/standalone_main.cc
+tests_fuzz_fuzz_header_SOURCES += tests/fuzz/standalone_main.cc
+tests_fuzz_fuzz_settings_SOURCES += tests/fuzz/standalone_main.cc
+endif
+# the seed corpus generator: tests/fuzz/make_corpus $(top_srcdir)/tests/fuzz/corpus
+noinst_PROGRAMS += tests/fuzz/make_corpus
+tests_fuzz_make_corpus_SOURCES = tests/fuzz/make_corpus.cc tests/fuzz/fuzz_target.h
+tests_fuzz_make_corpus_LDADD = libcompmpi_core.la
+EXTRA_DIST += tests/fuzz/corpus
+
 # ---- MPI tests: small programs run by tests/mpi/run_tests.sh from tests/mpi/testlist.
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
@@ -37,6 +68,9 @@ tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
 tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
+MPITEST_PROGS += tests/mpi/t_plain_dtypes
+tests_mpi_t_plain_dtypes_SOURCES = tests/mpi/t_plain_dtypes.c tests/mpi/mpitest.h
+tests_mpi_t_plain_dtypes_LDADD = -lm
 tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
 tests_mpi_t_compressed_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_awp_SOURCES = tests/mpi/t_awp.c tests/mpi/mpitest.h
@@ -64,7 +98,7 @@ EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh test
 TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
 	MPI_FAMILY=$(MPI_FAMILY) MPI_TEST_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY MPI_TEST_LIBNAME;
-EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py
+EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py tests/mpi/tsan.supp tests/mpi/lsan.supp
 MPITEST_NOINSTALL = -no-install
 tests_mpi_t_compressed_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_awp_LDFLAGS = $(MPITEST_NOINSTALL)
@@ -81,3 +115,14 @@ MPITEST_PROGS += tests/mpi/t_theta
 tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
 tests_mpi_t_theta_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_theta_LDFLAGS = $(MPITEST_NOINSTALL)
+
+# ---- Fortran MPI test (only where configure found the MPI family's Fortran wrapper); built
+# by the wrapper directly so that configure needs no Fortran compiler otherwise
+EXTRA_DIST += tests/mpi/f_allreduce.f90
+if HAVE_MPIFC
+check_SCRIPTS = tests/mpi/f_allreduce
+CLEANFILES += tests/mpi/f_allreduce
+tests/mpi/f_allreduce: $(srcdir)/tests/mpi/f_allreduce.f90
+	@$(MKDIR_P) tests/mpi
+	$(AM_V_GEN)$(MPIFC) $(MPIFC_FLAGS) -O2 -o $@ $(srcdir)/tests/mpi/f_allreduce.f90
+endif

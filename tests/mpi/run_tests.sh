@@ -6,6 +6,8 @@
 # MPI_TEST_FILTER (regex on the line), MPI_TEST_SKIP (regex: matching lines print SKIP with
 # the reason MPI_TEST_SKIP_WHY), MPI_TEST_TIMEOUT (s).
 # Launcher differences (MPICH hydra / Open MPI) live in tests/mpi/launch.sh.
+# MPI_TEST_EXCLUDE (regex: skip matching lines), MPI_TEST_PRELOAD (libraries loaded before
+# libcompmpi in preload runs, e.g. a sanitizer runtime).
 set -u
 set -f  # testlist options hold regex brackets: no globbing
 top_builddir=${top_builddir:-$(pwd)}
@@ -41,15 +43,17 @@ while read -r line; do
     line=${line%%#*}
     [ -z "${line// /}" ] && continue
     if [ -n "${MPI_TEST_FILTER:-}" ] && ! [[ $line =~ $MPI_TEST_FILTER ]]; then continue; fi
+    if [ -n "${MPI_TEST_EXCLUDE:-}" ] && [[ $line =~ $MPI_TEST_EXCLUDE ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=() only=""
+    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=() only="" optional=0
     for o in $opts; do
         case $o in
             only:*) only=${o#only:} ;;
             rank0:*) rank0+=("${o#rank0:}") ;;
             arg:*) args+=("${o#arg:}") ;;
             expect_fail) expect_fail=1 ;;
+            optional) optional=1 ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
             valgrind) wrap=(valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
                             --show-leak-kinds=definite "${supp[@]}" --num-callers=30) ;;
@@ -70,11 +74,15 @@ while read -r line; do
     # on shared memory exactly) is off unless a line sets COMPMPI_COST_MODEL itself.
     [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(COMPMPI_COST_MODEL=off)
     case $mode in
-        preload) genv+=("LD_PRELOAD=$lib") ;;
+        preload) genv+=("LD_PRELOAD=${MPI_TEST_PRELOAD:+$MPI_TEST_PRELOAD }$lib") ;;
         plain|link) ;;
         *) echo "testlist: unknown mode '$mode'"; exit 2 ;;
     esac
     exe="$top_builddir/tests/mpi/$prog"
+    if [ $optional = 1 ] && [ ! -x "$exe" ]; then
+        printf 'skip  %-22s np=%s %-7s (not built here)\n' "$prog" "$np" "$mode"
+        continue
+    fi
     log="$logdir/$idx-$prog-np$np-$mode"
     MPI_ENV=("${genv[@]}") MPI_ENV0=("${rank0[@]}") MPI_WRAP=("${wrap[@]}")
     mpi_launch "$np" -- "$exe" "${args[@]}"

@@ -52,6 +52,6 @@ inline std::vector<float> gradient_data(size_t n, uint64_t seed) {
     return v;
 }
 
-inline bool same_bytes(const void *a, const void *b, size_t n) { return std::memcmp(a, b, n) == 0; }
+inline bool same_bytes(const void *a, const void *b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; /* empty vectors may be null (UBSan) */ }
 
 }  // namespace testutil

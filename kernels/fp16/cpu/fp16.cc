@@ -253,11 +253,7 @@ constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multi
 constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
 
 bool has_f16c() {
-    static const bool ok = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("f16c") != 0;
-    }();
-    return ok;
+    return cpu_has(CpuFeature::f16c);
 }
 
 /* AVX2 here means AVX2 + F16C (every AVX2 CPU we know of has both; checked anyway). */
@@ -272,11 +268,7 @@ size_t blocks(size_t n) { return (n + kBlock - 1) / kBlock; }
 }  // namespace
 
 bool bf16_native_available() {
-    static const bool ok = [] {
-        __builtin_cpu_init();
-        return simd_detect() >= SimdLevel::avx512 && __builtin_cpu_supports("avx512bf16");
-    }();
-    return ok;
+    return simd_detect() >= SimdLevel::avx512 && cpu_has(CpuFeature::avx512bf16);
 }
 
 Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int threads) {

@@ -16,13 +16,13 @@ size_t none_max_payload(size_t n, const CodecParams &) { return n * sizeof(float
 Status none_encode(const float *in, size_t n, const CodecParams &, uint8_t *out, size_t cap,
                    size_t *len) {
     if (cap < n * sizeof(float)) return Status::invalid_arg;
-    std::memcpy(out, in, n * sizeof(float));
+    if (n) std::memcpy(out, in, n * sizeof(float)); /* in may be null when n == 0 (UBSan) */
     *len = n * sizeof(float);
     return Status::ok;
 }
 Status none_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &, float *out) {
     if (len != n * sizeof(float)) return Status::corrupt;
-    std::memcpy(out, in, len);
+    if (len) std::memcpy(out, in, len);
     return Status::ok;
 }
 Status none_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &, float *acc) {

@@ -52,7 +52,7 @@ Status sp_encode(const float *in, size_t n, const CodecParams &, uint8_t *out, s
     uint8_t *b = out + 4;
     uint32_t k32 = static_cast<uint32_t>(k);
     if (form == kDense) {
-        std::memcpy(b, in, 4 * n);
+        if (n) std::memcpy(b, in, 4 * n); /* in may be null when n == 0 (UBSan) */
     } else if (form == kIndex) {
         std::memcpy(b, &k32, 4);
         uint8_t *q = b + 4;

@@ -601,7 +601,7 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     uint8_t *codes = out + 4 * nb;
     const philox::Stream st = philox::make_stream(p.seed, p.stream);
     const bool base3 = p.variant == kBase3;
-    static const bool bmi2 = __builtin_cpu_supports("bmi2");
+    static const bool bmi2 = cpu_has(CpuFeature::bmi2);
     if (lvl == SimdLevel::avx512 && bmi2 && (nb <= 1 || B % 64 == 0)) {
         /* runs start on 64-element groups; sub-blocks on whole bytes of either packing */
         const size_t nblocks = (n + kBlock - 1) / kBlock;

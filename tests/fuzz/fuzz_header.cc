@@ -1,0 +1,48 @@
+/* libFuzzer target: the blob header validator (blob_peek) with arbitrary bytes and an
+ * arbitrary 64-bit expected count. Input: [expected count u64][bytes ...]. Properties of
+ * an accepted header: magic, version, known codec, reserved bytes zero, known flags, the
+ * expected count, a payload inside the bytes received; flagged blobs carry no payload;
+ * otherwise the codec accepts the parameters, the payload is within the codec's bound (equal
+ * to it for dense codecs), and that bound does not shrink with the count (no overflow that
+ * would let a huge count pass with a small payload). */
+#include <cstring>
+#include <memory>
+
+#include "codec.h"
+#include "fuzz_target.h"
+
+using namespace compmpi;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 8) return 0;
+    const uint64_t expect = fuzz::rd64(data);
+    const size_t avail = size - 8;
+    std::unique_ptr<uint8_t[]> b(new uint8_t[avail ? avail : 1]);
+    if (avail) std::memcpy(b.get(), data + 8, avail);
+    BlobInfo info;
+    const Status s = blob_peek(b.get(), avail, expect, &info);
+    FUZZ_REQUIRE(s == Status::ok || s == Status::corrupt, "status %s", status_str(s));
+    if (s != Status::ok) return 0;
+    FUZZ_REQUIRE(avail >= kBlobHeaderBytes, "short header accepted");
+    FUZZ_REQUIRE(fuzz::rd32(b.get()) == kBlobMagic && b[4] == kBlobVersion, "bad magic/version accepted");
+    FUZZ_REQUIRE((b[9] | b[10] | b[11]) == 0, "reserved bytes set");
+    const CodecOps *c = codec_by_id(b[5]);
+    FUZZ_REQUIRE(c && c->id == info.codec, "unknown codec accepted");
+    FUZZ_REQUIRE((info.flags & ~BLOB_FLAGS) == 0, "unknown flags accepted");
+    FUZZ_REQUIRE(info.count == expect, "count %llu != expected %llu", (unsigned long long)info.count,
+                 (unsigned long long)expect);
+    FUZZ_REQUIRE(info.payload <= avail - kBlobHeaderBytes, "payload beyond the bytes received");
+    if (info.flags) {
+        FUZZ_REQUIRE(info.payload == 0, "flagged blob with a payload");
+        return 0;
+    }
+    CodecParams p;
+    p.bits = info.bits, p.variant = info.variant, p.param = info.param;
+    FUZZ_REQUIRE(c->check(p) == Status::ok, "parameters the codec refuses");
+    const size_t maxp = c->max_payload(info.count, p);
+    FUZZ_REQUIRE(info.payload <= maxp, "payload above the codec bound");
+    if (!(c->flags & CODEC_SPARSE)) FUZZ_REQUIRE(info.payload == maxp, "dense payload of the wrong size");
+    FUZZ_REQUIRE(maxp >= c->max_payload(info.count / 2, p), "%s: bound for %llu elements below the bound for half as many "
+                 "(overflow)", c->name, (unsigned long long)info.count);
+    return 0;
+}
