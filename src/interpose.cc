@@ -321,18 +321,9 @@ CollArgs args_bcast(void *b, MPI_Count n, MPI_Datatype t, int root, MPI_Comm com
 }
 
 /* Hints: validate ours before MPI sees the call; MPICH drops keys it does not know, so
- * they are captured here. */
+ * they are captured here. Collective: refused on every rank if refused on any. */
 int apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
-    CommState *st = state_get(comm);
-    if (!st) return MPI_SUCCESS;
-    std::string err;
-    std::lock_guard<std::mutex> lk(st->mu);
-    SettingLayer hints = replace ? SettingLayer{} : st->hint_layer;
-    Status s = state_parse_info(info, &hints, &err);
-    if (s == Status::ok) s = state_resolve(st, st->attr_layer, hints, &err);
-    if (s == Status::ok) return MPI_SUCCESS;
-    log_error("%s: %s", what, err.empty() ? status_str(s) : err.c_str());
-    return s == Status::mpi_error ? MPI_ERR_INFO : MPI_ERR_INFO_VALUE;
+    return state_apply_hints(comm, info, replace, what);
 }
 
 }  // namespace
@@ -406,10 +397,8 @@ COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm
         SettingLayer probe;
         std::string err;
         Status s = state_parse_info(info, &probe, &err);
-        if (s != Status::ok) {
-            log_error("MPI_Comm_dup_with_info: %s", err.c_str());
+        if (state_agree_error(comm, "MPI_Comm_dup_with_info", s, err) != Status::ok)
             return raise_error(comm, MPI_ERR_INFO_VALUE);
-        }
     }
     int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
     if (rc != MPI_SUCCESS) return rc;

@@ -23,13 +23,15 @@ while read -r line; do
     if [ -n "${MPI_TEST_FILTER:-}" ] && ! [[ $line =~ $MPI_TEST_FILTER ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=()
+    genv=() rank0=() args=() expect_fail=0 expect_re="" count_n="" count_re="" wrap=()
     for o in $opts; do
         case $o in
             rank0:*) kv=${o#rank0:}; rank0+=(-env "${kv%%=*}" "${kv#*=}") ;;
             arg:*) args+=("${o#arg:}") ;;
             expect_fail) expect_fail=1 ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
+            expect_stderr_count:*) count_re=${o#expect_stderr_count:}; count_n=${count_re%%:*}
+                                   count_re=${count_re#*:}; count_re=${count_re//\\s/[[:space:]]} ;;
             valgrind) wrap=(valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
                             --show-leak-kinds=definite --suppressions="$supp" --num-callers=30) ;;
             *=*) genv+=(-genv "${o%%=*}" "${o#*=}") ;;
@@ -63,6 +65,10 @@ while read -r line; do
         [ $ok = 1 ] && ! grep -q "^ No Errors" "$log.out" && ok=0 why="no ' No Errors'"
     fi
     if [ $ok = 1 ] && [ -n "$expect_re" ] && ! grep -Eq "$expect_re" "$log.err"; then ok=0 why="stderr lacks /$expect_re/"; fi
+    if [ $ok = 1 ] && [ -n "$count_n" ]; then
+        got=$(grep -Ec "$count_re" "$log.err")
+        [ "$got" != "$count_n" ] && ok=0 why="$got stderr lines match /$count_re/, expected $count_n"
+    fi
     if [ $ok = 1 ]; then
         pass=$((pass + 1)); printf 'ok    %-22s np=%s %-7s %-60s %6ss\n' "$prog" "$np" "$mode" "$opts" "$dt"
     else
