@@ -411,3 +411,22 @@ COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm
     if (CommState *st = state_get(*newcomm)) state_agree(*newcomm, st, "MPI_Comm_dup_with_info");
     return MPI_SUCCESS;
 }
+
+/* MPI_Comm_get_info: MPI's own hints, plus ours in effect (state_effective_hints): MPICH
+ * drops keys it does not know, so compmpi_* keys would otherwise never come back. MPI-3.0
+ * calls only (PMPI_Info_set), so this builds against MPI-3.1 libraries too. */
+COMPMPI_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+    int rc = PMPI_Comm_get_info(comm, info_used);
+    if (rc != MPI_SUCCESS || !runtime_active() || ReentryGuard::active()) return rc;
+    ReentryGuard guard;
+    CommState *st = state_get(comm);
+    if (!st) return rc;
+    for (const auto &[key, value] : state_effective_hints(st)) {
+        rc = PMPI_Info_set(*info_used, key.c_str(), value.c_str());
+        if (rc != MPI_SUCCESS) {
+            PMPI_Info_free(info_used);
+            return raise_error(comm, rc);
+        }
+    }
+    return MPI_SUCCESS;
+}

@@ -232,6 +232,20 @@ Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
     return Status::ok;
 }
 
+std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState *st) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    Settings s;
+    Resolution why;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        if (settings_resolve(g_env, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok) return kv;
+    }
+    for (int i = 0; i < kNumSettings; ++i)
+        if (kSettings[i].scope == SettingScope::COMM && why.source[i] != SettingSource::builtin)
+            kv.emplace_back(std::string("compmpi_") + kSettings[i].name, setting_format(static_cast<SettingId>(i), s));
+    return kv;
+}
+
 Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err) {
     if (info == MPI_INFO_NULL) return Status::ok;
     int nkeys = 0;

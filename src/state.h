@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "costmodel.h"
@@ -144,6 +145,11 @@ int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *wh
  * effect with the communicator's other settings, or that a higher layer overrides. */
 void state_warn_inapplicable(const SettingLayer &layer, SettingSource src, const SettingLayer &attr,
                              const SettingLayer &hints, const char *what);
+
+/* The compmpi_<name> hints in effect on a communicator (MPI_Comm_get_info): every
+ * communicator setting not at its built-in default by choice (environment, compmpi_comm_set,
+ * hints, or implied by another setting), with its effective value. */
+std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState *st);
 
 /* Parse our compmpi_* keys out of an info object into layer; unknown compmpi_* keys and bad
  * values are errors. Other keys are ignored (they belong to MPI). */
