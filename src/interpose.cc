@@ -238,6 +238,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
              * allreduce/allgather, the result, bit-identical on every rank */
             if (plan.awp)
                 policy_observe(st, plan, a.kind == Coll::bcast ? root_norm : c.be->l2norm(c.be_ctx, out, result_n));
+            if (c.restore_n) c.be->copy(c.be_ctx, c.restore_dst, c.restore_src, c.restore_n);
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;

@@ -123,6 +123,59 @@ static void explicit_width(int rank, int size) {
     MPI_Comm_free(&d);
 }
 
+/* allgather_own: decoded (default) gives every rank the same bits, own block included;
+ * exact gives each rank its own input back bit for bit (in place: never overwritten) and
+ * the decoded blocks of the others, identical across the ranks that received them. awp
+ * keeps deciding alike on every rank in both modes (it observes the agreed result). */
+static void allgather_own(int rank, int size) {
+    const int n = 40000; /* 160 KB per rank: above min_bytes */
+    float *x = malloc(n * sizeof(float)), *all = malloc((size_t)n * size * sizeof(float));
+    uint64_t *h = malloc(size * sizeof(uint64_t)), *hall = malloc((size_t)size * size * sizeof(uint64_t));
+    for (int mode = 0; mode < 2; ++mode) {
+        MPI_Comm g;
+        MPI_Comm_dup(MPI_COMM_WORLD, &g);
+        get(g, "allgather_own", "decoded");
+        if (mode) MT_CHECK(compmpi_comm_set(g, "allgather_own", "exact") == MPI_SUCCESS, "allgather_own=exact");
+        /* awp raising often (every norm change counts as a stall): widths change between calls */
+        MT_CHECK(compmpi_comm_set(g, "awp_interval", "1") == MPI_SUCCESS, "awp_interval");
+        MT_CHECK(compmpi_comm_set(g, "awp_threshold", "1e9") == MPI_SUCCESS, "awp_threshold");
+        for (int it = 0; it < 6; ++it) {
+            const int inplace = it % 2;
+            mt_fill(x, n, 40 + it, rank);
+            if (inplace) {
+                memcpy(all + (size_t)n * rank, x, n * sizeof(float));
+                MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, n, MPI_FLOAT, g);
+            } else {
+                MPI_Allgather(x, n, MPI_FLOAT, all, n, MPI_FLOAT, g);
+            }
+            int own_exact = memcmp(all + (size_t)n * rank, x, n * sizeof(float)) == 0;
+            for (int j = 0; j < size; ++j) h[j] = mt_hash(all + (size_t)n * j, n * sizeof(float));
+            MPI_Allgather(h, size, MPI_UINT64_T, hall, size, MPI_UINT64_T, g); /* integers: exact */
+            int others_same = 1; /* block j is the same on every rank but j */
+            for (int j = 0; j < size; ++j)
+                for (int r = 0; r < size; ++r)
+                    if (r != j && hall[r * size + j] != hall[(j ? 0 : 1) * size + j]) others_same = 0;
+            MT_CHECK(others_same, "mode %d call %d: a block differs between ranks that received it", mode, it);
+            if (mode == 0) {
+                MT_CHECK(mt_identical(all, (size_t)n * size * sizeof(float), g), "decoded: ranks differ (call %d)", it);
+                /* the first calls run below 32 bits: quantised */
+                if (it < 2) MT_CHECK(!own_exact, "decoded: own block left exact at call %d (not quantised?)", it);
+            } else {
+                MT_CHECK(own_exact, "exact: own block is not the caller's input (call %d, %s)", it, inplace ? "in place" : "separate");
+            }
+            int bits = -1;
+            compmpi_comm_query_buffer(g, all, (MPI_Count)n * size, &bits, NULL);
+            int lo, hi;
+            MPI_Allreduce(&bits, &lo, 1, MPI_INT, MPI_MIN, g);
+            MPI_Allreduce(&bits, &hi, 1, MPI_INT, MPI_MAX, g);
+            MT_CHECK(lo == hi && bits >= 8, "mode %d call %d: awp bits %d..%d across ranks", mode, it, lo, hi);
+            if (it == 5) MT_CHECK(bits > 8, "mode %d: awp never raised the width (%d)", mode, bits);
+        }
+        MPI_Comm_free(&g);
+    }
+    free(x); free(all); free(h); free(hall);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -202,6 +255,7 @@ int main(int argc, char **argv) {
     MT_CHECK(far == 0, "24-bit result far from exact at %zu places", far);
 
     explicit_width(rank, size);
+    allgather_own(rank, size);
 
     MPI_Info_free(&info);
     MPI_Info_free(&only);
