@@ -350,7 +350,12 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     if (id == SettingId::codec || desc(id).scope != SettingScope::COMM) return true;
     if (c && c->id == CodecId::none && id != SettingId::collectives && id != SettingId::min_bytes)
         return no("codec none: compression is off");
+    if (id != SettingId::collectives && s.collectives == 0) return no("collectives is none: nothing is compressed");
     if (!c) return true;
+    const bool allreduce_only = id == SettingId::chunk_bytes || id == SettingId::hierarchy ||
+                                id == SettingId::node_size || id == SettingId::error_feedback;
+    if (allreduce_only && !(s.collectives & (1u << coll_kind::allreduce)))
+        return no("it applies to allreduce only, which is not in collectives");
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
     if (id == SettingId::policy && s.policy == policy_kind::awp && !adaptive)
         return no("codec " + cname + " has no adjustable width: it runs as static");

@@ -226,6 +226,9 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
         {{{"codec", "topk"}, {"chunk_bytes", "64K"}}, "chunk_bytes", "sparse path"},
         {{{"hierarchy", "off"}, {"node_size", "2"}}, "node_size", "hierarchy is off"},
         {{{"codec", "none"}, {"bits", "16"}}, "bits", "compression is off"},
+        {{{"collectives", "none"}, {"min_bytes", "1K"}}, "min_bytes", "nothing is compressed"},
+        {{{"collectives", "bcast"}, {"error_feedback", "1"}}, "error_feedback", "allreduce only"},
+        {{{"collectives", "allreduce"}, {"allgather_own", "exact"}}, "allgather_own", "allgather is not in collectives"},
     };
     for (auto &c : cases) {
         Settings s;
