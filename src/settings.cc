@@ -430,8 +430,8 @@ Status settings_resolve(const SettingLayer &env, const SettingLayer &api, const 
             if (err)
                 *err = "setting " + given(SettingId::bits, s, why) + " asks for a fixed width but " +
                        given(SettingId::policy, s, why) +
-                       " adapts the width per buffer: set only one of them (bits alone implies policy=static; "
-                       "awp starts at awp_start_bits)";
+                       " adapts the width per call: set only one of them (bits alone implies policy=static; "
+                       "awp chooses the width itself)";
             return Status::invalid_arg;
         }
     }
@@ -472,7 +472,7 @@ void settings_print(std::FILE *f, const Settings &s, const Resolution &why, cons
             } else if (s.policy == policy_kind::awp && (c->flags & CODEC_ADAPTIVE_BITS)) {
                 v = std::to_string(std::clamp<int64_t>(s.awp_start_bits, c->bits_min, c->bits_max));
                 src.clear();
-                note = "awp start: each buffer starts at awp_start_bits and adapts";
+                note = "awp start: the width then adapts per call key (awp_preset)";
             } else if (s.bits == 0) {
                 v = std::to_string(c->bits_default);
                 src.clear();

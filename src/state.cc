@@ -238,7 +238,7 @@ std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState
     Resolution why;
     {
         std::lock_guard<std::mutex> lk(st->mu);
-        if (settings_resolve(g_env, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok) return kv;
+        if (state_resolve_layers(g_env, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok) return kv;
     }
     for (int i = 0; i < kNumSettings; ++i)
         if (kSettings[i].scope == SettingScope::COMM && why.source[i] != SettingSource::builtin)

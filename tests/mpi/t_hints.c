@@ -137,6 +137,7 @@ static void allgather_own(int rank, int size) {
         get(g, "allgather_own", "decoded");
         if (mode) MT_CHECK(compmpi_comm_set(g, "allgather_own", "exact") == MPI_SUCCESS, "allgather_own=exact");
         /* awp raising often (every norm change counts as a stall): widths change between calls */
+        MT_CHECK(compmpi_comm_set(g, "awp_preset", "custom") == MPI_SUCCESS, "awp_preset");
         MT_CHECK(compmpi_comm_set(g, "awp_interval", "1") == MPI_SUCCESS, "awp_interval");
         MT_CHECK(compmpi_comm_set(g, "awp_threshold", "1e9") == MPI_SUCCESS, "awp_threshold");
         for (int it = 0; it < 6; ++it) {
@@ -164,7 +165,7 @@ static void allgather_own(int rank, int size) {
                 MT_CHECK(own_exact, "exact: own block is not the caller's input (call %d, %s)", it, inplace ? "in place" : "separate");
             }
             int bits = -1;
-            compmpi_comm_query_buffer(g, all, (MPI_Count)n * size, &bits, NULL);
+            compmpi_comm_query_awp(g, "allgather", n, -1, &bits, NULL);
             int lo, hi;
             MPI_Allreduce(&bits, &lo, 1, MPI_INT, MPI_MIN, g);
             MPI_Allreduce(&bits, &hi, 1, MPI_INT, MPI_MAX, g);
