@@ -110,11 +110,13 @@ static void explicit_width(int rank, int size) {
     MPI_Info_free(&zero);
 
     /* a hint refused on one rank only is refused on every rank (no rank goes on alone) */
+    char before[64] = "";
+    compmpi_comm_get(e, "min_bytes", before, sizeof before);
     MPI_Info one;
     MPI_Info_create(&one);
     MPI_Info_set(one, "compmpi_min_bytes", rank == size - 1 ? "lots" : "2K");
     MT_CHECK(error_class(MPI_Comm_set_info(e, one)) == MPI_ERR_INFO_VALUE, "hint refused elsewhere accepted here");
-    get(e, "min_bytes", "98304");
+    get(e, "min_bytes", before);
     MPI_Info_free(&one);
 
     MPI_Info_free(&awp);
