@@ -42,6 +42,13 @@ struct CollCtx {
      * segments ran the exact path, and why (BLOB_NONFINITE / BLOB_ABANDON) */
     int segments_fallback = 0;
     uint8_t fallback_reason = 0;
+    /* set by an algorithm whose result on this rank differs from the agreed one
+     * (allgather_own=exact): `out` holds the agreed result, which the policy observes (its
+     * decisions must be the same on every rank); then the caller copies restore_n floats
+     * from restore_src to restore_dst (backend memory) */
+    float *restore_dst = nullptr;
+    const float *restore_src = nullptr;
+    size_t restore_n = 0;
 };
 
 /* Dense codecs: reduce-scatter + allgather of blobs. */

@@ -39,8 +39,11 @@ const char *compmpi_version(void);
  *   key    a setting name ("codec", "bits", ...); "compmpi_codec" is accepted too
  *   value  its value as text ("bitpack", "16", ...); NULL removes the override
  * Returns MPI_ERR_INFO_KEY for an unknown key, MPI_ERR_INFO_VALUE for a value outside the
- * allowed ones (the message lists them), MPI_ERR_COMM for an invalid communicator. On error
- * the communicator's settings are unchanged.
+ * allowed ones (the message lists them) or one that conflicts with another explicit setting
+ * (a nonzero "bits" with policy "awp" set explicitly; "bits" alone implies policy "static":
+ * docs/configuration.md, "Explicit settings"), MPI_ERR_COMM for an invalid communicator.
+ * A refusal on any rank is a refusal on every rank (the others return MPI_ERR_INFO_VALUE);
+ * the communicator's settings are then unchanged everywhere.
  */
 int compmpi_comm_set(MPI_Comm comm, const char *key, const char *value);
 

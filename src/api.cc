@@ -39,29 +39,45 @@ COMPMPI_EXPORT int compmpi_comm_set(MPI_Comm comm, const char *key, const char *
     ReentryGuard guard;
     CommState *st = comm_state(comm, "compmpi_comm_set");
     if (!st) return MPI_ERR_COMM;
+    /* collective: every rank learns whether any rank refused, so none goes on alone and a
+     * message shared by all ranks is printed once */
     SettingId id;
-    if (!key || !setting_lookup(key, &id)) {
-        log_error("compmpi_comm_set: unknown setting '%s' (docs/configuration.md lists them)", key ? key : "(null)");
-        return MPI_ERR_INFO_KEY;
-    }
     std::string err;
-    Status s;
+    Status s = Status::ok;
+    int code = MPI_ERR_INFO_VALUE;
+    SettingLayer attr, hints;
     {
         std::lock_guard<std::mutex> lk(st->mu);
-        SettingLayer attr = st->attr_layer;
+        attr = st->attr_layer;
+        hints = st->hint_layer;
+    }
+    if (!key || !setting_lookup(key, &id)) {
+        err = std::string("unknown setting '") + (key ? key : "(null)") + "' (docs/configuration.md lists them)";
+        s = Status::invalid_arg;
+        code = MPI_ERR_INFO_KEY;
+    } else {
         const int i = static_cast<int>(id);
         if (value) {
             s = setting_parse(id, value, &attr.values, &err);
             attr.set[i] = true;
         } else {
             attr.set[i] = false;
-            s = Status::ok;
         }
-        if (s == Status::ok) s = state_resolve(st, attr, st->hint_layer, &err);
+        Settings probe;
+        if (s == Status::ok) s = state_resolve_layers(env_layer(), attr, hints, &probe, nullptr, &err);
     }
-    if (s != Status::ok) {
-        log_error("compmpi_comm_set: %s", err.c_str());
-        return MPI_ERR_INFO_VALUE;
+    const Status local = s;
+    s = state_agree_error(comm, "compmpi_comm_set", s, err);
+    if (s != Status::ok) return local != Status::ok ? code : s == Status::mpi_error ? MPI_ERR_OTHER : MPI_ERR_INFO_VALUE;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        if (state_resolve(st, attr, hints, &err) != Status::ok) return MPI_ERR_INTERN; /* resolved above */
+    }
+    if (st->rank == 0 && value) {
+        SettingLayer mine;
+        mine.set[static_cast<int>(id)] = true;
+        mine.values = attr.values;
+        state_warn_inapplicable(mine, SettingSource::api, attr, hints, "compmpi_comm_set");
     }
     return state_agree(comm, st, "compmpi_comm_set") == Status::mpi_error ? MPI_ERR_OTHER : MPI_SUCCESS;
 }
@@ -124,6 +140,11 @@ COMPMPI_EXPORT int compmpi_comm_print_config(MPI_Comm comm) {
     CommState *st = comm_state(comm, "compmpi_comm_print_config");
     if (!st) return MPI_ERR_COMM;
     std::lock_guard<std::mutex> lk(st->mu);
-    if (st->rank == 0) settings_print(stderr, st->settings, "communicator");
+    if (st->rank != 0) return MPI_SUCCESS;
+    Settings s;
+    Resolution why;
+    if (state_resolve_layers(env_layer(), st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok)
+        return MPI_ERR_INTERN; /* the layers were resolved when set */
+    settings_print(stderr, s, why, "communicator");
     return MPI_SUCCESS;
 }

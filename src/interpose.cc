@@ -239,6 +239,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
              * allreduce/allgather, the result, bit-identical on every rank */
             if (plan.awp)
                 policy_observe(st, plan, a.kind == Coll::bcast ? root_norm : c.be->l2norm(c.be_ctx, out, result_n));
+            if (c.restore_n) c.be->copy(c.be_ctx, c.restore_dst, c.restore_src, c.restore_n);
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;
@@ -339,18 +340,9 @@ CollArgs args_bcast(void *b, MPI_Count n, MPI_Datatype t, int root, MPI_Comm com
 }
 
 /* Hints: validate ours before MPI sees the call; MPICH drops keys it does not know, so
- * they are captured here. */
+ * they are captured here. Collective: refused on every rank if refused on any. */
 int apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
-    CommState *st = state_get(comm);
-    if (!st) return MPI_SUCCESS;
-    std::string err;
-    std::lock_guard<std::mutex> lk(st->mu);
-    SettingLayer hints = replace ? SettingLayer{} : st->hint_layer;
-    Status s = state_parse_info(info, &hints, &err);
-    if (s == Status::ok) s = state_resolve(st, st->attr_layer, hints, &err);
-    if (s == Status::ok) return MPI_SUCCESS;
-    log_error("%s: %s", what, err.empty() ? status_str(s) : err.c_str());
-    return s == Status::mpi_error ? MPI_ERR_INFO : MPI_ERR_INFO_VALUE;
+    return state_apply_hints(comm, info, replace, what);
 }
 
 }  // namespace
@@ -426,10 +418,8 @@ COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm
         SettingLayer probe;
         std::string err;
         Status s = state_parse_info(info, &probe, &err);
-        if (s != Status::ok) {
-            log_error("MPI_Comm_dup_with_info: %s", err.c_str());
+        if (state_agree_error(comm, "MPI_Comm_dup_with_info", s, err) != Status::ok)
             return raise_error(comm, MPI_ERR_INFO_VALUE);
-        }
     }
     int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
     if (rc != MPI_SUCCESS) return rc;
@@ -440,5 +430,24 @@ COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm
         return raise_error(comm, rc);
     }
     if (CommState *st = state_get(*newcomm)) state_agree(*newcomm, st, "MPI_Comm_dup_with_info");
+    return MPI_SUCCESS;
+}
+
+/* MPI_Comm_get_info: MPI's own hints, plus ours in effect (state_effective_hints): MPICH
+ * drops keys it does not know, so compmpi_* keys would otherwise never come back. MPI-3.0
+ * calls only (PMPI_Info_set), so this builds against MPI-3.1 libraries too. */
+COMPMPI_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+    int rc = PMPI_Comm_get_info(comm, info_used);
+    if (rc != MPI_SUCCESS || !runtime_active() || ReentryGuard::active()) return rc;
+    ReentryGuard guard;
+    CommState *st = state_get(comm);
+    if (!st) return rc;
+    for (const auto &[key, value] : state_effective_hints(st)) {
+        rc = PMPI_Info_set(*info_used, key.c_str(), value.c_str());
+        if (rc != MPI_SUCCESS) {
+            PMPI_Info_free(info_used);
+            return raise_error(comm, rc);
+        }
+    }
     return MPI_SUCCESS;
 }

@@ -9,7 +9,7 @@ namespace {
 int g_rank = -1;
 
 void vlog(const char *level, const char *fmt, va_list ap) {
-    char msg[1024];
+    char msg[4096];
     std::vsnprintf(msg, sizeof msg, fmt, ap);
     if (g_rank >= 0)
         std::fprintf(stderr, "libcompmpi[%d] %s: %s\n", g_rank, level, msg);
@@ -25,6 +25,14 @@ void log_error(const char *fmt, ...) {
     va_start(ap, fmt);
     vlog("error", fmt, ap);
     va_end(ap);
+}
+void log_error_all(int nranks, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    std::fprintf(stderr, "libcompmpi error (the same on all %d ranks): %s\n", nranks, msg);
 }
 void log_warn(const char *fmt, ...) {
     va_list ap;

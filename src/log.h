@@ -8,6 +8,8 @@ namespace compmpi {
 [[gnu::format(printf, 1, 2)]] void log_error(const char *fmt, ...);
 [[gnu::format(printf, 1, 2)]] void log_warn(const char *fmt, ...);
 [[gnu::format(printf, 1, 2)]] void log_info(const char *fmt, ...);
+/* An error every one of nranks ranks hit alike, printed once (by one rank, no rank prefix). */
+[[gnu::format(printf, 2, 3)]] void log_error_all(int nranks, const char *fmt, ...);
 
 /* The rank in MPI_COMM_WORLD, or -1 before MPI_Init; used to prefix messages. */
 void log_set_rank(int rank);

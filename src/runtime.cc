@@ -64,12 +64,18 @@ void runtime_init() {
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     log_set_rank(rank);
     std::string err;
-    if (state_global_init(&err) != Status::ok) {
-        log_error("%s. libcompmpi stops the job at MPI_Init on an invalid configuration: fix or unset the variable.",
-                  err.c_str());
+    Status st = state_global_init(&err);
+    if (st != Status::ok)
+        err += ". libcompmpi stops the job at MPI_Init on an invalid configuration: fix or unset the variable";
+    /* every rank parsed its own environment: print a message shared by all ranks once */
+    if (state_agree_error(MPI_COMM_WORLD, "MPI_Init", st, err) != Status::ok) {
         /* give the launcher a moment to forward the message before the abort tears the job down */
         std::fflush(stderr);
+        PMPI_Barrier(MPI_COMM_WORLD);
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        /* rank 0 tears the job down (one abort notice, not one per rank); the others wait
+         * for it and abort themselves only if it did not happen */
+        if (rank != 0) std::this_thread::sleep_for(std::chrono::seconds(10));
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
     const Settings &s = global_settings();
@@ -84,8 +90,12 @@ void runtime_init() {
     }
     CommState *world = state_get(MPI_COMM_WORLD);
     if (world && state_agree(MPI_COMM_WORLD, world, "MPI_Init") == Status::mismatch) state_set_env_mismatch();
+    if (rank == 0) state_warn_inapplicable(env_layer(), SettingSource::env, SettingLayer{}, SettingLayer{}, "MPI_Init");
     if (s.print_config && rank == 0) {
-        settings_print(stderr, s, "process, from defaults and COMPMPI_* variables");
+        Settings r;
+        Resolution why;
+        state_resolve_layers(env_layer(), SettingLayer{}, SettingLayer{}, &r, &why, nullptr);
+        settings_print(stderr, r, why, "process, from defaults and COMPMPI_* variables");
         std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
         std::fprintf(stderr, "  (built for %s: %s; CUDA-aware MPI: %s)\n", mpi_family_name(mpi_family_built()),
                      mpi_family_describe().c_str(), mpi_cuda_aware() ? "yes" : "no");

@@ -1,5 +1,6 @@
 #include "settings.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -177,7 +178,10 @@ std::string fmt_LIST(const SettingDesc &d, setting_LIST v) {
 std::string fmt_INT(const SettingDesc &, setting_INT v) { return std::to_string(v); }
 std::string fmt_FLOAT(const SettingDesc &, setting_FLOAT v) {
     char b[64];
-    std::snprintf(b, sizeof b, "%.17g", v);
+    for (int prec = 6; prec <= 17; ++prec) { /* the shortest text that reads back as v */
+        std::snprintf(b, sizeof b, "%.*g", prec, v);
+        if (std::strtod(b, nullptr) == v) break;
+    }
     return b;
 }
 std::string fmt_SIZE(const SettingDesc &, setting_SIZE v) { return std::to_string(v); }
@@ -277,18 +281,6 @@ uint64_t settings_comm_hash(const Settings &s) {
     return h;
 }
 
-void settings_print(std::FILE *f, const Settings &s, const char *title) {
-    std::fprintf(f, "libcompmpi settings (%s):\n", title);
-    for (int i = 0; i < kNumSettings; ++i) {
-        std::string v = setting_format(static_cast<SettingId>(i), s);
-        std::string def = kSettings[i].def;
-        Settings d = settings_defaults();
-        bool changed = v != setting_format(static_cast<SettingId>(i), d);
-        std::fprintf(f, "  %-16s = %-28s %s\n", kSettings[i].name, v.c_str(), changed ? "(set)" : "");
-    }
-    std::fflush(f);
-}
-
 void settings_print_markdown(std::FILE *f) {
     std::fprintf(f, "| setting | environment | MPI_Info hint | scope | default | allowed | meaning |\n");
     std::fprintf(f, "| --- | --- | --- | --- | --- | --- | --- |\n");
@@ -334,6 +326,164 @@ Status settings_read_env(SettingLayer *layer, std::string *err) {
         layer->set[static_cast<int>(id)] = true;
     }
     return Status::ok;
+}
+
+namespace {
+
+bool is_set(const Resolution &why, SettingId id) {
+    SettingSource src = why.source[static_cast<int>(id)];
+    return src != SettingSource::builtin && src != SettingSource::implied;
+}
+
+std::string given(SettingId id, const Settings &s, const Resolution &why) {
+    return std::string(desc(id).name) + "=" + setting_format(id, s) + " (" +
+           setting_source_name(id, why.source[static_cast<int>(id)]) + ")";
+}
+
+/* Whether an explicitly set value can take effect with the other settings; if not, *why_not
+ * says what makes it inapplicable. */
+bool applicable(SettingId id, const Settings &s, std::string *why_not) {
+    const CodecOps *c = codec_by_id(s.codec);
+    const std::string cname = c ? c->name : "?";
+    const std::string name = desc(id).name;
+    auto no = [&](const std::string &w) { return *why_not = w, false; };
+    if (id == SettingId::codec || desc(id).scope != SettingScope::COMM) return true;
+    if (c && c->id == CodecId::none && id != SettingId::collectives && id != SettingId::min_bytes)
+        return no("codec none: compression is off");
+    if (id != SettingId::collectives && s.collectives == 0) return no("collectives is none: nothing is compressed");
+    if (!c) return true;
+    const bool allreduce_only = id == SettingId::chunk_bytes || id == SettingId::hierarchy ||
+                                id == SettingId::node_size || id == SettingId::error_feedback;
+    if (allreduce_only && !(s.collectives & (1u << coll_kind::allreduce)))
+        return no("it applies to allreduce only, which is not in collectives");
+    const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
+    if (id == SettingId::policy && s.policy == policy_kind::awp && !adaptive)
+        return no("codec " + cname + " has no adjustable width: it runs as static");
+    if (name.rfind("awp_", 0) == 0) {
+        if (s.policy != policy_kind::awp) return no("policy is static");
+        if (!adaptive) return no("codec " + cname + " has no adjustable width");
+    }
+    /* codec parameters: the settings named after a codec, and the shared ones */
+    static const char *const kCodecPrefix[][2] = {
+        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}};
+    for (const auto &pc : kCodecPrefix)
+        if (name.rfind(pc[0], 0) == 0 && cname != pc[1])
+            return no("it applies to codec " + std::string(pc[1]) + " only, codec is " + cname);
+    if (id == SettingId::rounding && c->id != CodecId::bitpack) return no("it applies to codec bitpack only, codec is " + cname);
+    if (id == SettingId::theta && c->id != CodecId::topk && c->id != CodecId::fft_topk)
+        return no("it applies to codecs topk and fft_topk only, codec is " + cname);
+    if (id == SettingId::seed && !(c->flags & CODEC_STOCHASTIC)) return no("codec " + cname + " is not stochastic");
+    if (id == SettingId::error_feedback && s.error_feedback && (c->flags & CODEC_LOSSLESS))
+        return no("codec " + cname + " is lossless: there is no error to feed back");
+    if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE))
+        return no("only the dense allreduce is pipelined; codec " + cname + " takes the sparse path");
+    if (id == SettingId::node_size && s.hierarchy == enum_value(SettingId::hierarchy, "off"))
+        return no("hierarchy is off");
+    if (name.rfind("allgather_", 0) == 0 && !(s.collectives & (1u << coll_kind::allgather)))
+        return no("allgather is not in collectives");
+    return true;
+}
+
+}  // namespace
+
+std::string setting_source_name(SettingId id, SettingSource src) {
+    const std::string name = desc(id).name;
+    switch (src) {
+        case SettingSource::builtin: return "default";
+        case SettingSource::env: return "COMPMPI_" + upper(name);
+        case SettingSource::api: return "compmpi_comm_set";
+        case SettingSource::hint: return "hint compmpi_" + name;
+        case SettingSource::implied: return "implied";
+    }
+    return "?";
+}
+
+Status settings_resolve(const SettingLayer &env, const SettingLayer &api, const SettingLayer &hints, Settings *out,
+                        Resolution *why_out, std::string *err) {
+    Resolution why;
+    Settings s = settings_defaults();
+    const SettingLayer *layers[] = {&env, &api, &hints};
+    const SettingSource srcs[] = {SettingSource::env, SettingSource::api, SettingSource::hint};
+    for (int l = 0; l < 3; ++l) {
+        layers[l]->apply_to(&s);
+        for (int i = 0; i < kNumSettings; ++i)
+            if (layers[l]->set[i]) why.source[i] = srcs[l];
+    }
+    /* process-scope settings are not per communicator */
+    for (int i = 0; i < kNumSettings; ++i)
+        if (kSettings[i].scope == SettingScope::GLOBAL && (api.set[i] || hints.set[i])) {
+            if (err)
+                *err = std::string("setting '") + kSettings[i].name +
+                       "' applies to the whole process: set it with COMPMPI_" + upper(kSettings[i].name) +
+                       " in the environment";
+            return Status::invalid_arg;
+        }
+    /* bits: an explicit width is a static width; awp chooses widths itself */
+    const int ib = static_cast<int>(SettingId::bits), ip = static_cast<int>(SettingId::policy);
+    if (is_set(why, SettingId::bits) && s.bits != 0) {
+        if (!is_set(why, SettingId::policy)) {
+            s.policy = policy_kind::static_;
+            why.source[ip] = SettingSource::implied;
+            why.note[ip] = "implied by bits=" + setting_format(SettingId::bits, s) + " from " +
+                           setting_source_name(SettingId::bits, why.source[ib]);
+        } else if (s.policy == policy_kind::awp) {
+            if (err)
+                *err = "setting " + given(SettingId::bits, s, why) + " asks for a fixed width but " +
+                       given(SettingId::policy, s, why) +
+                       " adapts the width per call: set only one of them (bits alone implies policy=static; "
+                       "awp chooses the width itself)";
+            return Status::invalid_arg;
+        }
+    }
+    if (settings_validate(s, err) != Status::ok) {
+        if (err) {
+            *err += " (" + given(SettingId::codec, s, why) + ", " + given(SettingId::bits, s, why);
+            if (why.source[ip] == SettingSource::implied) *err += ", policy=static " + why.note[ip];
+            *err += ")";
+        }
+        return Status::invalid_arg;
+    }
+    for (int i = 0; i < kNumSettings; ++i) {
+        const SettingId id = static_cast<SettingId>(i);
+        std::string why_not;
+        if (is_set(why, id) && !applicable(id, s, &why_not)) {
+            why.inapplicable[i] = true;
+            why.note[i] = "no effect: " + why_not;
+        }
+    }
+    *out = s;
+    if (why_out) *why_out = why;
+    return Status::ok;
+}
+
+void settings_print(std::FILE *f, const Settings &s, const Resolution &why, const char *title) {
+    std::fprintf(f, "libcompmpi settings (%s):\n", title);
+    const CodecOps *c = codec_by_id(s.codec);
+    for (int i = 0; i < kNumSettings; ++i) {
+        const SettingId id = static_cast<SettingId>(i);
+        std::string v = setting_format(id, s);
+        std::string src = setting_source_name(id, why.source[i]);
+        std::string note = why.note[i];
+        if (why.source[i] == SettingSource::implied) src.clear(); /* the note says it */
+        if (id == SettingId::bits && c && !why.inapplicable[i]) {
+            /* the width that runs, not the raw 0 */
+            if (c->bits_step == 0) {
+                note = "codec " + std::string(c->name) + " has no width";
+            } else if (s.policy == policy_kind::awp && (c->flags & CODEC_ADAPTIVE_BITS)) {
+                v = std::to_string(std::clamp<int64_t>(s.awp_start_bits, c->bits_min, c->bits_max));
+                src.clear();
+                note = "awp start: the width then adapts per call key (awp_preset)";
+            } else if (s.bits == 0) {
+                v = std::to_string(c->bits_default);
+                src.clear();
+                note = std::string(c->name) + " default";
+            }
+        }
+        std::string paren = src;
+        if (!note.empty()) paren += (paren.empty() ? "" : "; ") + note;
+        std::fprintf(f, "  %-16s = %-12s (%s)\n", kSettings[i].name, v.c_str(), paren.c_str());
+    }
+    std::fflush(f);
 }
 
 }  // namespace compmpi

@@ -113,8 +113,6 @@ Settings settings_defaults();
 Status settings_validate(const Settings &s, std::string *err);
 /* Hash of every COMM-scope value: ranks compare it to agree on a communicator's settings. */
 uint64_t settings_comm_hash(const Settings &s);
-/* Print "name = value  (source)" lines. */
-void settings_print(std::FILE *f, const Settings &s, const char *title);
 /* Markdown reference table generated from the table (docs/configuration.md). */
 void settings_print_markdown(std::FILE *f);
 
@@ -127,5 +125,34 @@ struct SettingLayer {
 
 /* Layer read from COMPMPI_* variables; unknown COMPMPI_* names are errors too. */
 Status settings_read_env(SettingLayer *layer, std::string *err);
+
+/* Where an effective value came from. */
+enum class SettingSource : uint8_t { builtin, env, api, hint, implied };
+
+/* Why each effective value is what it is (COMPMPI_PRINT_CONFIG, warnings). */
+struct Resolution {
+    SettingSource source[kNumSettings]{};
+    std::string note[kNumSettings];          /* "implied by bits=16 from COMPMPI_BITS", ... */
+    std::bitset<kNumSettings> inapplicable;  /* set explicitly, but without effect here */
+};
+
+/* "COMPMPI_BITS", "compmpi_comm_set", "hint compmpi_bits", "default", "implied". */
+std::string setting_source_name(SettingId id, SettingSource src);
+
+/* The one resolution of a communicator's settings (the process's at MPI_Init: api and hints
+ * empty): defaults < env < api < hints, then the rules across settings
+ * (docs/configuration.md, "Explicit settings"):
+ *   - bits set explicitly (nonzero) with policy not set explicitly: policy = static;
+ *   - bits set explicitly with policy = awp set explicitly (any layer): error naming both;
+ *   - process-scope settings in api/hints, bits invalid for the codec, ...: errors;
+ *   - an explicitly set value that has no effect with the other settings (theta for a
+ *     non-sparse codec, awp_* under static, ...) is kept, marked inapplicable with the
+ *     reason in why->note.
+ * On error *out is untouched and *err names the settings and where each came from. */
+Status settings_resolve(const SettingLayer &env, const SettingLayer &api, const SettingLayer &hints, Settings *out,
+                        Resolution *why, std::string *err);
+
+/* "name = value  (source; note)" lines of the effective settings. */
+void settings_print(std::FILE *f, const Settings &s, const Resolution &why, const char *title);
 
 }  // namespace compmpi

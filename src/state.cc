@@ -74,13 +74,21 @@ void state_set_env_mismatch() { g_env_mismatch = true; }
 const Settings &global_settings() { return g_settings; }
 const SettingLayer &env_layer() { return g_env; }
 
+Status state_resolve_layers(const SettingLayer &env, const SettingLayer &attr, const SettingLayer &hints, Settings *out,
+                            Resolution *why, std::string *err) {
+    Settings s;
+    CMPI_CHECK(settings_resolve(env, attr, hints, &s, why, err));
+    std::bitset<kNumSettings> named = env.set | attr.set | hints.set;
+    CMPI_CHECK(policy_check_settings(s, named, err));
+    *out = s;
+    return Status::ok;
+}
+
 Status state_global_init(std::string *err) {
     SettingLayer env;
     CMPI_CHECK(settings_read_env(&env, err));
-    Settings s = settings_defaults();
-    env.apply_to(&s);
-    CMPI_CHECK(settings_validate(s, err));
-    CMPI_CHECK(policy_check_settings(s, env.set, err));
+    Settings s;
+    CMPI_CHECK(state_resolve_layers(env, SettingLayer{}, SettingLayer{}, &s, nullptr, err));
     g_env = env;
     g_settings = s;
     return Status::ok;
@@ -119,22 +127,89 @@ CommState *state_get(MPI_Comm comm) {
 }
 
 Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer &hints, std::string *err) {
-    Settings s = settings_defaults();
-    g_env.apply_to(&s);
-    attr.apply_to(&s);
-    hints.apply_to(&s);
-    /* process-scope settings are not per communicator */
-    for (int i = 0; i < kNumSettings; ++i)
-        if (kSettings[i].scope == SettingScope::GLOBAL && (attr.set[i] || hints.set[i])) {
-            if (err) *err = std::string("setting '") + kSettings[i].name + "' applies to the whole process: set it with COMPMPI_" + kSettings[i].name + " in the environment";
-            return Status::invalid_arg;
-        }
-    CMPI_CHECK(settings_validate(s, err));
-    CMPI_CHECK(policy_check_settings(s, g_env.set | attr.set | hints.set, err));
+    Settings s;
+    CMPI_CHECK(state_resolve_layers(g_env, attr, hints, &s, nullptr, err));
     st->attr_layer = attr;
     st->hint_layer = hints;
     st->settings = s;
     return Status::ok;
+}
+
+namespace {
+uint64_t fnv(const std::string &v) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : v) h = (h ^ ch) * 1099511628211ull;
+    return h | 1; /* never 0: 0 means "no error" */
+}
+}  // namespace
+
+Status state_agree_error(MPI_Comm comm, const char *what, Status local, const std::string &err) {
+    const std::string msg = std::string(what) + ": " + (err.empty() ? status_str(local) : err);
+    const uint64_t h = local == Status::ok ? 0 : fnv(msg);
+    uint64_t v[2] = {h, ~h}, r[2];
+    if (PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS) {
+        if (local != Status::ok) log_error("%s", msg.c_str());
+        return local != Status::ok ? local : Status::mpi_error;
+    }
+    const bool same = r[0] == h && r[1] == ~h; /* the same on every rank of comm */
+    if (same && h == 0) return Status::ok;
+    int rank = 0, size = 1;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    if (same) {
+        if (rank == 0) log_error_all(size, "%s", msg.c_str());
+    } else if (h != 0) {
+        log_error("%s", msg.c_str());
+    }
+    return local != Status::ok ? local : Status::invalid_arg;
+}
+
+void state_warn_inapplicable(const SettingLayer &layer, SettingSource src, const SettingLayer &attr,
+                             const SettingLayer &hints, const char *what) {
+    Settings s;
+    Resolution why;
+    if (state_resolve_layers(g_env, attr, hints, &s, &why, nullptr) != Status::ok) return;
+    for (int i = 0; i < kNumSettings; ++i) {
+        if (!layer.set[i]) continue;
+        const SettingId id = static_cast<SettingId>(i);
+        const std::string given = std::string(kSettings[i].name) + "=" + setting_format(id, layer.values) + " (" +
+                                  setting_source_name(id, src) + ")";
+        if (why.source[i] != src)
+            log_warn("%s: %s is overridden by %s=%s (%s) on this communicator", what, given.c_str(), kSettings[i].name,
+                     setting_format(id, s).c_str(), setting_source_name(id, why.source[i]).c_str());
+        else if (why.inapplicable[i])
+            log_warn("%s: %s has %s", what, given.c_str(), why.note[i].c_str());
+    }
+}
+
+int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
+    CommState *st = state_get(comm);
+    if (!st) return MPI_SUCCESS;
+    std::string err;
+    SettingLayer mine, hints, attr;
+    Status s = state_parse_info(info, &mine, &err);
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        attr = st->attr_layer;
+        hints = replace ? SettingLayer{} : st->hint_layer;
+    }
+    if (s == Status::ok) {
+        mine.apply_to(&hints.values);
+        hints.set |= mine.set;
+    }
+    Settings probe;
+    if (s == Status::ok) s = state_resolve_layers(g_env, attr, hints, &probe, nullptr, &err);
+    const Status local = s;
+    /* collective: a hint refused on any rank is refused on all (no rank goes on alone) */
+    s = state_agree_error(comm, what, s, err);
+    if (s != Status::ok)
+        return local == Status::mpi_error ? MPI_ERR_INFO : s == Status::mpi_error ? MPI_ERR_OTHER : MPI_ERR_INFO_VALUE;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        if (state_resolve(st, attr, hints, &err) != Status::ok) return MPI_ERR_INTERN; /* resolved above */
+    }
+    if (st->rank == 0) state_warn_inapplicable(mine, SettingSource::hint, attr, hints, what);
+    return MPI_SUCCESS;
 }
 
 Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
@@ -156,6 +231,20 @@ Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
         return Status::mismatch;
     }
     return Status::ok;
+}
+
+std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState *st) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    Settings s;
+    Resolution why;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        if (state_resolve_layers(g_env, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok) return kv;
+    }
+    for (int i = 0; i < kNumSettings; ++i)
+        if (kSettings[i].scope == SettingScope::COMM && why.source[i] != SettingSource::builtin)
+            kv.emplace_back(std::string("compmpi_") + kSettings[i].name, setting_format(static_cast<SettingId>(i), s));
+    return kv;
 }
 
 Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "costmodel.h"
@@ -116,6 +117,12 @@ void state_keyval_free();
 /* The state of comm, created on first use with env settings. nullptr only if MPI failed. */
 CommState *state_get(MPI_Comm comm);
 
+/* The one resolution every path uses (environment at MPI_Init, compmpi_comm_set, hints,
+ * printing): settings_resolve (src/settings.h: layers and the rules across settings) then
+ * the policy's checks (policy_check_settings). On error *out is untouched. */
+Status state_resolve_layers(const SettingLayer &env, const SettingLayer &attr, const SettingLayer &hints, Settings *out,
+                            Resolution *why, std::string *err);
+
 /* Re-resolve st->settings from the layers; on an invalid combination leaves the settings
  * unchanged and returns invalid_arg with *err. Caller holds st->mu. */
 Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer &hints, std::string *err);
@@ -123,6 +130,28 @@ Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer
 /* Collective over comm: ranks compare a hash of the resolved settings; on a difference
  * every rank marks the communicator mismatched (exact passthrough) and rank 0 warns. */
 Status state_agree(MPI_Comm comm, CommState *st, const char *what);
+
+/* Collective over comm, after a step that may fail on some ranks (hints, compmpi_comm_set,
+ * the environment at MPI_Init): every rank learns whether any rank failed. The message is
+ * printed once, by rank 0, when every rank failed with the same message, else by each
+ * failing rank (prefixed with its rank). Returns ok when no rank failed, else local's error
+ * on a failing rank and invalid_arg on the others (mpi_error if the exchange failed). */
+Status state_agree_error(MPI_Comm comm, const char *what, Status local, const std::string &err);
+
+/* MPI_Comm_set_info / MPI_Comm_dup_with_info (replace: the hints are exactly those of info):
+ * parse and resolve, agree on the outcome (collective), apply. Returns an MPI error code;
+ * on error the communicator keeps its settings on every rank. */
+int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what);
+
+/* Warn (caller: one rank) about the settings of layer (set from src by `what`) that have no
+ * effect with the communicator's other settings, or that a higher layer overrides. */
+void state_warn_inapplicable(const SettingLayer &layer, SettingSource src, const SettingLayer &attr,
+                             const SettingLayer &hints, const char *what);
+
+/* The compmpi_<name> hints in effect on a communicator (MPI_Comm_get_info): every
+ * communicator setting not at its built-in default by choice (environment, compmpi_comm_set,
+ * hints, or implied by another setting), with its effective value. */
+std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState *st);
 
 /* Parse our compmpi_* keys out of an info object into layer; unknown compmpi_* keys and bad
  * values are errors. Other keys are ignored (they belong to MPI). */

@@ -17,7 +17,7 @@
 #   codec       -> -genv COMPMPI_CODEC codec -genv COMPMPI_POLICY static
 #   :bits       -> -genv COMPMPI_BITS bits
 #   +KEY=VAL    -> -genv COMPMPI_KEY VAL, as in bench/run_loopback.sh ("q8+MIN_BYTES=0",
-#                  "bitpack:8+POLICY=awp" overrides the policy since it comes later);
+#                  "bitpack+POLICY=awp" overrides the policy since it comes later; not with :bits);
 #                  KEY is taken verbatim if it starts with COMPMPI_, UCX_, MPIR_CVAR_,
 #                  MPICH_ or OMP_ (any other variable: write it with such a prefix)
 #

@@ -4,7 +4,13 @@
  *
  *   rank j: slot[j] = E(in_j) ──PMPI_Allgather(in place, S bytes)──► out[j] = D(slot[j]) for all j
  *
- * With MPI_IN_PLACE `in` is out + rank*n; `out` is written only after every flag was read. */
+ * With MPI_IN_PLACE `in` is out + rank*n; `out` is written only after every flag was read.
+ *
+ * The own block (setting allgather_own): decoded (default) keeps the replica invariant,
+ * out[rank] = D(E(in)) like every other rank's copy of it; exact gives the caller its own
+ * input back unquantised (never overwritten in place). Exact still decodes its own block
+ * first, so the policy observes the agreed result (awp decisions stay identical on every
+ * rank), and the caller restores the exact block afterwards (CollCtx::restore_*). */
 #include "coll.h"
 
 namespace compmpi {
@@ -14,6 +20,16 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
     const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
     uint8_t *slots = c.st->ws_recv.get(S * P);
     if (!slots) return Status::no_memory;
+    /* allgather_own=exact: what the caller gets back in its own block */
+    const bool exact = c.st->settings.allgather_own == enum_value(SettingId::allgather_own, "exact") && n;
+    float *own = out + n * static_cast<size_t>(c.rank);
+    const float *keep = in;
+    if (exact && in == own) { /* MPI_IN_PLACE: keep the input before its decoded copy lands there */
+        float *k = c.be->scratch(c.be_ctx, 3, n);
+        if (!k) return Status::no_memory;
+        c.be->copy(c.be_ctx, k, in, n);
+        keep = k;
+    }
     CMPI_CHECK(coll_shared_scale(c, in, n));
     {
         ScopedTimer t(c.stats->ns_encode);
@@ -30,6 +46,7 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
         flags |= blob_peek(slots + S * j, S, n, &info) == Status::ok ? info.flags : BLOB_ABANDON;
     }
     CMPI_CHECK(coll_flag_status(flags));
+    if (exact) c.restore_dst = own, c.restore_src = keep, c.restore_n = n;
     ScopedTimer t(c.stats->ns_decode);
     for (int j = 0; j < P; ++j)
         CMPI_CHECK(c.be->decode(c.be_ctx, slots + S * j, S, n, out + n * j, false, c.params));

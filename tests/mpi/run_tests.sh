@@ -46,7 +46,7 @@ while read -r line; do
     if [ -n "${MPI_TEST_EXCLUDE:-}" ] && [[ $line =~ $MPI_TEST_EXCLUDE ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" wrap=() only="" optional=0
+    genv=() rank0=() args=() expect_fail=0 expect_re="" count_n="" count_re="" wrap=() only="" optional=0
     for o in $opts; do
         case $o in
             only:*) only=${o#only:} ;;
@@ -55,6 +55,8 @@ while read -r line; do
             expect_fail) expect_fail=1 ;;
             optional) optional=1 ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
+            expect_stderr_count:*) count_re=${o#expect_stderr_count:}; count_n=${count_re%%:*}
+                                   count_re=${count_re#*:}; count_re=${count_re//\\s/[[:space:]]} ;;
             valgrind) wrap=(valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
                             --show-leak-kinds=definite "${supp[@]}" --num-callers=30) ;;
             *=*) genv+=("$o") ;;
@@ -99,6 +101,10 @@ while read -r line; do
         [ $ok = 1 ] && ! grep -q "^ No Errors" "$log.out" && ok=0 why="no ' No Errors'"
     fi
     if [ $ok = 1 ] && [ -n "$expect_re" ] && ! grep -Eq "$expect_re" "$log.err"; then ok=0 why="stderr lacks /$expect_re/"; fi
+    if [ $ok = 1 ] && [ -n "$count_n" ]; then
+        got=$(grep -Ec "$count_re" "$log.err")
+        [ "$got" != "$count_n" ] && ok=0 why="$got stderr lines match /$count_re/, expected $count_n"
+    fi
     if [ $ok = 1 ]; then
         pass=$((pass + 1)); printf 'ok    %-22s np=%s %-7s %-60s %6ss\n' "$prog" "$np" "$mode" "$opts" "$dt"
     else

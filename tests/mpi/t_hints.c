@@ -1,12 +1,182 @@
 /* Settings through MPI_Info hints and the API: precedence, dup inheritance,
  * dup_with_info replacement, clear errors for bad keys and values (communicator
- * unchanged), codec=none passes through exactly. */
+ * unchanged), codec=none passes through exactly; an explicit width (hint or API) runs
+ * static at that width, a width with an explicit awp is refused; a hint refused on one
+ * rank is refused on all; MPI_Comm_get_info returns the compmpi_* hints in effect. */
 #include "compmpi.h"
 #include "mpitest.h"
 
 static void get(MPI_Comm c, const char *k, const char *want) {
     char v[128] = "";
     MT_CHECK(compmpi_comm_get(c, k, v, sizeof v) == MPI_SUCCESS && strcmp(v, want) == 0, "%s = '%s', expected '%s'", k, v, want);
+}
+
+/* value of key in info, "" if absent (MPI-3.1 calls: builds against Open MPI 4.1 too) */
+static void info_value(MPI_Info info, const char *key, char *v, int len) {
+    int flag = 0, vlen = 0;
+    v[0] = 0;
+    MPI_Info_get_valuelen(info, key, &vlen, &flag);
+    if (flag && vlen < len) MPI_Info_get(info, key, len - 1, v, &flag);
+}
+
+static int error_class(int rc) {
+    int cls = -1;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* |y - exact| within the bound of a static W-bit bitpack (trunc) sum: contributions and the
+ * sum each lose less than 2^-(W-9) of their magnitude; 8 bits (awp's start) does not meet it */
+static size_t outside_width_bound(MPI_Comm comm, int bits, int rank) {
+    const int n = 200000;
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *z = malloc(n * sizeof(float));
+    float *ax = malloc(n * sizeof(float)), *s = malloc(n * sizeof(float));
+    mt_fill(x, n, 31, rank);
+    for (int i = 0; i < n; ++i) ax[i] = fabsf(x[i]);
+    MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, comm);
+    PMPI_Allreduce(x, z, n, MPI_FLOAT, MPI_SUM, comm);
+    PMPI_Allreduce(ax, s, n, MPI_FLOAT, MPI_SUM, comm);
+    const double rel = ldexp(1.0, -(bits - 9));
+    size_t far = 0;
+    for (int i = 0; i < n; ++i) far += fabs((double)y[i] - z[i]) > (2 * rel + rel * rel + 1e-6) * s[i] + 1e-30;
+    MT_CHECK(mt_identical(y, n * sizeof(float), comm), "ranks differ");
+    free(x); free(y); free(z); free(ax); free(s);
+    return far;
+}
+
+static void explicit_width(int rank, int size) {
+    MPI_Comm d, e, f;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN);
+    MT_CHECK(outside_width_bound(d, 16, rank) > 0, "the default (awp, 8 bits) met the 16-bit bound: test is blind");
+
+    /* hint bits=16 alone: static 16 bits */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "compmpi_bits", "16");
+    MT_CHECK(MPI_Comm_set_info(d, info) == MPI_SUCCESS, "set_info bits=16");
+    get(d, "policy", "static");
+    get(d, "bits", "16");
+    size_t far = outside_width_bound(d, 16, rank);
+    MT_CHECK(far == 0, "hint bits=16: %zu sums outside the 16-bit bound", far);
+
+    /* get_info: our keys in effect, effective values (the implied policy too) */
+    MPI_Info used;
+    char v[64];
+    MT_CHECK(MPI_Comm_get_info(d, &used) == MPI_SUCCESS, "get_info");
+    info_value(used, "compmpi_bits", v, sizeof v);
+    MT_CHECK(strcmp(v, "16") == 0, "get_info compmpi_bits = '%s'", v);
+    info_value(used, "compmpi_policy", v, sizeof v);
+    MT_CHECK(strcmp(v, "static") == 0, "get_info compmpi_policy = '%s'", v);
+    info_value(used, "compmpi_codec", v, sizeof v);
+    MT_CHECK(strcmp(v, "") == 0, "get_info returned compmpi_codec = '%s' though nothing set it", v);
+    /* round trip: the returned info reproduces the settings */
+    MT_CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, used, &f) == MPI_SUCCESS, "dup_with_info(get_info)");
+    get(f, "policy", "static");
+    get(f, "bits", "16");
+    MPI_Info_free(&used);
+    MPI_Comm_free(&f);
+
+    /* bits + explicit awp: refused, naming both, settings unchanged */
+    MPI_Info awp;
+    MPI_Info_create(&awp);
+    MPI_Info_set(awp, "compmpi_policy", "awp");
+    MT_CHECK(error_class(MPI_Comm_set_info(d, awp)) == MPI_ERR_INFO_VALUE, "hint policy=awp over hint bits=16 accepted");
+    get(d, "policy", "static");
+    get(d, "bits", "16");
+    MT_CHECK(compmpi_comm_set(d, "policy", "awp") == MPI_ERR_INFO_VALUE, "api policy=awp with hint bits=16 accepted");
+    get(d, "policy", "static");
+    MPI_Info both;
+    MPI_Info_create(&both);
+    MPI_Info_set(both, "compmpi_bits", "24");
+    MPI_Info_set(both, "compmpi_policy", "awp");
+    MT_CHECK(MPI_Comm_dup_with_info(d, both, &f) != MPI_SUCCESS, "dup_with_info bits+awp accepted");
+    MPI_Info_free(&both);
+
+    /* API bits=16 alone: static 16; then a hint bits=0 lifts it back to awp */
+    MPI_Comm_dup(MPI_COMM_WORLD, &e);
+    MPI_Comm_set_errhandler(e, MPI_ERRORS_RETURN);
+    MT_CHECK(compmpi_comm_set(e, "bits", "16") == MPI_SUCCESS, "api bits=16");
+    get(e, "policy", "static");
+    far = outside_width_bound(e, 16, rank);
+    MT_CHECK(far == 0, "api bits=16: %zu sums outside the 16-bit bound", far);
+    MT_CHECK(error_class(MPI_Comm_set_info(e, awp)) == MPI_ERR_INFO_VALUE, "hint policy=awp over api bits=16 accepted");
+    get(e, "policy", "static");
+    MPI_Info zero;
+    MPI_Info_create(&zero);
+    MPI_Info_set(zero, "compmpi_bits", "0");
+    MT_CHECK(MPI_Comm_set_info(e, zero) == MPI_SUCCESS, "hint bits=0");
+    get(e, "policy", "awp");
+    MPI_Info_free(&zero);
+
+    /* a hint refused on one rank only is refused on every rank (no rank goes on alone) */
+    char before[64] = "";
+    compmpi_comm_get(e, "min_bytes", before, sizeof before);
+    MPI_Info one;
+    MPI_Info_create(&one);
+    MPI_Info_set(one, "compmpi_min_bytes", rank == size - 1 ? "lots" : "2K");
+    MT_CHECK(error_class(MPI_Comm_set_info(e, one)) == MPI_ERR_INFO_VALUE, "hint refused elsewhere accepted here");
+    get(e, "min_bytes", before);
+    MPI_Info_free(&one);
+
+    MPI_Info_free(&awp);
+    MPI_Info_free(&info);
+    MPI_Comm_free(&e);
+    MPI_Comm_free(&d);
+}
+
+/* allgather_own: decoded (default) gives every rank the same bits, own block included;
+ * exact gives each rank its own input back bit for bit (in place: never overwritten) and
+ * the decoded blocks of the others, identical across the ranks that received them. awp
+ * keeps deciding alike on every rank in both modes (it observes the agreed result). */
+static void allgather_own(int rank, int size) {
+    const int n = 40000; /* 160 KB per rank: above min_bytes */
+    float *x = malloc(n * sizeof(float)), *all = malloc((size_t)n * size * sizeof(float));
+    uint64_t *h = malloc(size * sizeof(uint64_t)), *hall = malloc((size_t)size * size * sizeof(uint64_t));
+    for (int mode = 0; mode < 2; ++mode) {
+        MPI_Comm g;
+        MPI_Comm_dup(MPI_COMM_WORLD, &g);
+        get(g, "allgather_own", "decoded");
+        if (mode) MT_CHECK(compmpi_comm_set(g, "allgather_own", "exact") == MPI_SUCCESS, "allgather_own=exact");
+        /* awp raising often (every norm change counts as a stall): widths change between calls */
+        MT_CHECK(compmpi_comm_set(g, "awp_preset", "custom") == MPI_SUCCESS, "awp_preset");
+        MT_CHECK(compmpi_comm_set(g, "awp_interval", "1") == MPI_SUCCESS, "awp_interval");
+        MT_CHECK(compmpi_comm_set(g, "awp_threshold", "1e9") == MPI_SUCCESS, "awp_threshold");
+        for (int it = 0; it < 6; ++it) {
+            const int inplace = it % 2;
+            mt_fill(x, n, 40 + it, rank);
+            if (inplace) {
+                memcpy(all + (size_t)n * rank, x, n * sizeof(float));
+                MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, n, MPI_FLOAT, g);
+            } else {
+                MPI_Allgather(x, n, MPI_FLOAT, all, n, MPI_FLOAT, g);
+            }
+            int own_exact = memcmp(all + (size_t)n * rank, x, n * sizeof(float)) == 0;
+            for (int j = 0; j < size; ++j) h[j] = mt_hash(all + (size_t)n * j, n * sizeof(float));
+            MPI_Allgather(h, size, MPI_UINT64_T, hall, size, MPI_UINT64_T, g); /* integers: exact */
+            int others_same = 1; /* block j is the same on every rank but j */
+            for (int j = 0; j < size; ++j)
+                for (int r = 0; r < size; ++r)
+                    if (r != j && hall[r * size + j] != hall[(j ? 0 : 1) * size + j]) others_same = 0;
+            MT_CHECK(others_same, "mode %d call %d: a block differs between ranks that received it", mode, it);
+            if (mode == 0) {
+                MT_CHECK(mt_identical(all, (size_t)n * size * sizeof(float), g), "decoded: ranks differ (call %d)", it);
+                /* the first calls run below 32 bits: quantised */
+                if (it < 2) MT_CHECK(!own_exact, "decoded: own block left exact at call %d (not quantised?)", it);
+            } else {
+                MT_CHECK(own_exact, "exact: own block is not the caller's input (call %d, %s)", it, inplace ? "in place" : "separate");
+            }
+            int bits = -1;
+            compmpi_comm_query_awp(g, "allgather", n, -1, &bits, NULL);
+            int lo, hi;
+            MPI_Allreduce(&bits, &lo, 1, MPI_INT, MPI_MIN, g);
+            MPI_Allreduce(&bits, &hi, 1, MPI_INT, MPI_MAX, g);
+            MT_CHECK(lo == hi && bits >= 8, "mode %d call %d: awp bits %d..%d across ranks", mode, it, lo, hi);
+            if (it == 5) MT_CHECK(bits > 8, "mode %d: awp never raised the width (%d)", mode, bits);
+        }
+        MPI_Comm_free(&g);
+    }
+    free(x); free(all); free(h); free(hall);
 }
 
 int main(int argc, char **argv) {
@@ -86,6 +256,9 @@ int main(int argc, char **argv) {
     free(ax);
     free(s);
     MT_CHECK(far == 0, "24-bit result far from exact at %zu places", far);
+
+    explicit_width(rank, size);
+    allgather_own(rank, size);
 
     MPI_Info_free(&info);
     MPI_Info_free(&only);
