@@ -14,6 +14,7 @@
 #include "cuda_loader.h"
 #include "eligibility.h"
 #include "log.h"
+#include "nonblocking.h"
 #include "policy.h"
 #include "runtime.h"
 #include "state.h"
@@ -340,19 +341,24 @@ int apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
 
 using namespace compmpi;
 
+/* MPI_THREAD_MULTIPLE for the non-blocking collectives' progress threads (src/nonblocking.h);
+ * MPI may give a higher level than required. */
 COMPMPI_EXPORT int MPI_Init(int *argc, char ***argv) {
-    int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) runtime_init();
+    int provided = MPI_THREAD_SINGLE;
+    int rc = PMPI_Init_thread(argc, argv, nb_init_level(MPI_THREAD_SINGLE), &provided);
+    if (rc == MPI_SUCCESS) nb_init_done(provided), runtime_init();
     return rc;
 }
 
 COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) runtime_init();
+    const int level = nb_init_level(required);
+    int rc = PMPI_Init_thread(argc, argv, level > required ? level : required, provided);
+    if (rc == MPI_SUCCESS) nb_init_done(*provided), runtime_init();
     return rc;
 }
 
 COMPMPI_EXPORT int MPI_Finalize(void) {
+    nb_finalize();
     runtime_finalize();
     return PMPI_Finalize();
 }
@@ -421,4 +427,29 @@ COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm
     }
     if (CommState *st = state_get(*newcomm)) state_agree(*newcomm, st, "MPI_Comm_dup_with_info");
     return MPI_SUCCESS;
+}
+
+/* ---- non-blocking collectives (src/nonblocking.h) ---- */
+
+namespace compmpi {
+namespace {
+int run_nb(const CollArgs &a, CommState &st) { return run_compressed(a, st); }
+}  // namespace
+}  // namespace compmpi
+
+COMPMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                  MPI_Comm comm, MPI_Request *request) {
+    return nb_start(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::iallreduce, request,
+                    run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    return nb_start(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
+                    Coll::iallgather, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                              MPI_Request *request) {
+    return nb_start(args_bcast(buffer, count, datatype, root, comm, false), Coll::ibcast, request, run_nb);
 }

@@ -75,3 +75,7 @@ MPITEST_PROGS += tests/mpi/t_theta
 tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
 tests_mpi_t_theta_LDADD = libcompmpi.la -lm
 tests_mpi_t_theta_LDFLAGS = $(MPITEST_NOINSTALL)
+# non-blocking collectives (src/nonblocking.h)
+MPITEST_PROGS += tests/mpi/t_nonblocking
+tests_mpi_t_nonblocking_SOURCES = tests/mpi/t_nonblocking.c tests/mpi/mpitest.h
+tests_mpi_t_nonblocking_LDADD = libcompmpi.la -lm

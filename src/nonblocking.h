@@ -1,0 +1,34 @@
+/* Non-blocking collectives (MPI_Iallreduce, MPI_Iallgather, MPI_Ibcast) compressed by a
+ * progress thread per communicator (docs/design.md, "Non-blocking collectives").
+ *
+ * The user's request is an MPI generalized request (MPI_Grequest_start): the whole
+ * MPI_Wait/MPI_Test family, MPI_Request_free and mixing with point-to-point requests work
+ * on it unchanged. The operation itself is the blocking compressed algorithm (the same code,
+ * the same guarantees as MPI_Allreduce & co.) run by the communicator's progress thread on
+ * a private duplicate of the communicator, strictly in issue order; the thread completes the
+ * generalized request when the result is in the user's buffer. Needs MPI_THREAD_MULTIPLE
+ * (asked for at MPI_Init unless nb_progress=off); without it the calls pass through. */
+#pragma once
+#include <mpi.h>
+
+#include "eligibility.h"
+#include "state.h"
+
+namespace compmpi {
+
+/* The blocking compressed path of src/interpose.cc (caller holds st.mu). */
+using NbRunFn = int (*)(const CollArgs &, CommState &);
+
+/* Thread level to ask PMPI_Init_thread for, given the user's `required`. Reads
+ * COMPMPI_NB_PROGRESS (validated later with the other settings). */
+int nb_init_level(int required);
+/* After PMPI_Init*: the level MPI gave. */
+void nb_init_done(int provided);
+/* Before PMPI_Finalize: drain every progress thread, free internal communicators. */
+void nb_finalize();
+
+/* MPI_Iallreduce / MPI_Iallgather / MPI_Ibcast: `a` holds the arguments (a.kind is the
+ * blocking collective), `entry` the non-blocking kind for statistics and settings. */
+int nb_start(const CollArgs &a, Coll entry, MPI_Request *request, NbRunFn run) noexcept;
+
+}  // namespace compmpi
