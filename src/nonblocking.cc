@@ -7,7 +7,9 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <atomic>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "costmodel.h"
@@ -22,6 +24,10 @@ static_assert(static_cast<int>(Coll::iallreduce) == coll_kind::iallreduce &&
                   static_cast<int>(Coll::iallgather) == coll_kind::iallgather &&
                   static_cast<int>(Coll::ibcast) == coll_kind::ibcast,
               "a Coll's value is its bit in the collectives setting");
+static_assert(static_cast<int>(Coll::allreduce_init) == coll_kind::allreduce_init &&
+                  static_cast<int>(Coll::allgather_init) == coll_kind::allgather_init &&
+                  static_cast<int>(Coll::bcast_init) == coll_kind::bcast_init,
+              "a Coll's value is its bit in the collectives setting");
 
 namespace {
 
@@ -33,6 +39,8 @@ struct NbOp {
     Settings settings{}; /* the user communicator's settings when the call was issued */
     MPI_Request greq = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
+    CommState *own = nullptr;       /* persistent: the request's own state (else the channel's) */
+    std::shared_ptr<void> keep;     /* keeps `own` alive while the operation runs */
 };
 
 /* The progress channel of one user communicator: its private duplicate and a FIFO served by
@@ -90,15 +98,17 @@ void run_op(NbChannel *ch, NbOp &op, NbRunFn run) {
     stats_set_entry(op.entry);
     int rc = MPI_SUCCESS;
     try {
-        CommState *ist = state_get(ch->internal);
+        CommState *ist = op.own ? op.own : state_get(ch->internal);
         if (!ist) {
             rc = MPI_ERR_INTERN;
         } else {
             std::lock_guard<std::mutex> lk(ist->mu);
             /* the settings of the user's communicator at issue time; the cost model decided
              * at issue (nb_start), the algorithm never explores */
-            ist->settings = op.settings;
-            ist->settings.cost_model = cost_model_kind::off;
+            if (!op.own) {
+                ist->settings = op.settings;
+                ist->settings.cost_model = cost_model_kind::off;
+            }
             CollArgs b = op.a;
             b.comm = ch->internal;
             rc = run(b, *ist);
@@ -227,7 +237,181 @@ int nb_reason(const CollArgs &a, Coll entry, CommState &st) {
     return -1;
 }
 
+#if MPI_VERSION >= 4
+/* ---- persistent collectives (MPI-4) ----
+ * The user's handle is a real, never started persistent request of MPI (PMPI_*_init with the
+ * same arguments), so every MPI call that only looks at the handle works; MPI_Start and the
+ * wait/test family substitute, for each of our handles, the generalized request of its
+ * current run (or MPI_REQUEST_NULL when inactive: MPI treats an inactive persistent request
+ * like a null one) and restore the persistent handle when that run completes. */
+struct PersistReq {
+    CollArgs a{};
+    Coll entry = Coll::allreduce_init;
+    NbChannel *ch = nullptr;
+    std::unique_ptr<CommState> st; /* plan inputs, workspaces, awp and error feedback of this request */
+    MPI_Request active = MPI_REQUEST_NULL;
+};
+std::mutex g_pmu;
+std::unordered_map<MPI_Request, std::shared_ptr<PersistReq>> g_persist;
+std::atomic<int> g_npersist{0};
+
+int start_one(MPI_Request *req) {
+    std::shared_ptr<PersistReq> pr;
+    {
+        std::lock_guard<std::mutex> lk(g_pmu);
+        auto it = g_persist.find(*req);
+        if (it != g_persist.end()) pr = it->second;
+    }
+    if (!pr) return PMPI_Start(req);
+    if (pr->active != MPI_REQUEST_NULL) {
+        log_error("%s: MPI_Start on a request that is still active", coll_name(pr->entry));
+        return raise_error(pr->a.comm, MPI_ERR_REQUEST);
+    }
+    auto op = std::make_shared<NbOp>();
+    op->a = pr->a;
+    op->entry = pr->entry;
+    op->own = pr->st.get();
+    op->keep = pr;
+    auto *extra = new std::shared_ptr<NbOp>(op);
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
+    }
+    if (rc != MPI_SUCCESS) {
+        delete extra;
+        return raise_error(pr->a.comm, rc);
+    }
+    pr->active = op->greq;
+    {
+        std::lock_guard<std::mutex> lk(pr->ch->mu);
+        pr->ch->q.push_back(op);
+    }
+    pr->ch->cv.notify_one();
+    return MPI_SUCCESS;
+}
+#endif
+
 }  // namespace
+
+#if MPI_VERSION >= 4
+int nb_persistent_init(const CollArgs &a, Coll entry, MPI_Info info, MPI_Request *request, NbRunFn run) noexcept {
+    const auto pass = [&]() {
+        switch (a.kind) {
+            case Coll::allreduce:
+                return PMPI_Allreduce_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm,
+                                           info, request);
+            case Coll::allgather:
+                return PMPI_Allgather_init(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
+                                           static_cast<int>(a.recvcount), a.recvtype, a.comm, info, request);
+            case Coll::bcast:
+                return PMPI_Bcast_init(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, info, request);
+            default: return MPI_ERR_INTERN;
+        }
+    };
+    try {
+        CollStats &cs = stats(entry);
+        int reason = -1;
+        if (!runtime_active()) reason = eligibility_reason("not_initialized");
+        else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
+        else reason = eligibility_precheck(a);
+        std::shared_ptr<PersistReq> pr;
+        if (reason < 0) {
+            CommState *st = state_get(a.comm);
+            if (!st) {
+                reason = eligibility_reason("no_state");
+            } else {
+                std::lock_guard<std::mutex> lk(st->mu);
+                reason = nb_reason(a, entry, *st);
+                if (reason < 0) {
+                    /* set up once: this request's own state (settings as of now, fresh awp and
+                     * error-feedback tables, its own workspaces) */
+                    pr = std::make_shared<PersistReq>();
+                    pr->a = a;
+                    pr->entry = entry;
+                    pr->st = std::make_unique<CommState>();
+                    pr->st->rank = st->rank;
+                    pr->st->size = st->size;
+                    pr->st->inter = st->inter;
+                    pr->st->settings = st->settings;
+                    pr->st->settings.cost_model = cost_model_kind::off;
+                }
+            }
+        }
+        if (pr) {
+            ReentryGuard guard;
+            pr->ch = channel_get(a.comm, run);
+            if (!pr->ch) reason = eligibility_reason("no_state"), pr.reset();
+        }
+        int rc;
+        {
+            ReentryGuard guard;
+            rc = pass();
+        }
+        if (!pr || rc != MPI_SUCCESS) {
+            if (!pr) cs.passthrough++, cs.reason[reason]++;
+            return rc;
+        }
+        std::lock_guard<std::mutex> lk(g_pmu);
+        g_persist[*request] = pr;
+        g_npersist.fetch_add(1);
+        return MPI_SUCCESS;
+    } catch (const std::exception &e) {
+        log_error("internal error in %s: %s", coll_name(entry), e.what());
+    } catch (...) {
+        log_error("internal error in %s", coll_name(entry));
+    }
+    return raise_error(a.comm, MPI_ERR_INTERN);
+}
+
+int nb_start_persistent(MPI_Request *req) { return start_one(req); }
+
+int nb_startall(int n, MPI_Request *reqs) {
+    for (int i = 0; i < n; ++i) {
+        int rc = start_one(&reqs[i]);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+bool nb_have_persistent() { return g_npersist.load(std::memory_order_acquire) > 0; }
+
+NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
+    reqs.assign(user, user + n);
+    ours_.resize(static_cast<size_t>(n));
+    std::lock_guard<std::mutex> lk(g_pmu);
+    for (int i = 0; i < n; ++i) {
+        if (user[i] == MPI_REQUEST_NULL) continue;
+        auto it = g_persist.find(user[i]);
+        if (it == g_persist.end()) continue;
+        ours_[static_cast<size_t>(i)] = it->second;
+        reqs[static_cast<size_t>(i)] = it->second->active;
+    }
+}
+
+void NbSubst::finish() {
+    for (int i = 0; i < n_; ++i) {
+        auto &pr = ours_[static_cast<size_t>(i)];
+        if (!pr) user_[i] = reqs[static_cast<size_t>(i)];
+        else if (reqs[static_cast<size_t>(i)] == MPI_REQUEST_NULL) static_cast<PersistReq *>(pr.get())->active = MPI_REQUEST_NULL;
+    }
+}
+
+int nb_request_free(MPI_Request *req) {
+    std::shared_ptr<PersistReq> pr;
+    {
+        std::lock_guard<std::mutex> lk(g_pmu);
+        auto it = g_persist.find(*req);
+        if (it != g_persist.end()) {
+            pr = it->second;
+            g_persist.erase(it);
+            g_npersist.fetch_sub(1);
+        }
+    }
+    if (pr && pr->active != MPI_REQUEST_NULL) PMPI_Request_free(&pr->active); /* the run still completes */
+    return PMPI_Request_free(req);
+}
+#endif
 
 int nb_init_level(int required) {
     const char *e = std::getenv("COMPMPI_NB_PROGRESS");

@@ -84,6 +84,9 @@ inline constexpr int bcast = enum_value(SettingId::collectives, "bcast");
 inline constexpr int iallreduce = enum_value(SettingId::collectives, "iallreduce");
 inline constexpr int iallgather = enum_value(SettingId::collectives, "iallgather");
 inline constexpr int ibcast = enum_value(SettingId::collectives, "ibcast");
+inline constexpr int allreduce_init = enum_value(SettingId::collectives, "allreduce_init");
+inline constexpr int allgather_init = enum_value(SettingId::collectives, "allgather_init");
+inline constexpr int bcast_init = enum_value(SettingId::collectives, "bcast_init");
 }  // namespace coll_kind
 
 using setting_ENUM = int32_t;   /* index into allowed */

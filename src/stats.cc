@@ -21,6 +21,9 @@ const char *coll_name(Coll c) {
         case Coll::iallreduce: return "iallreduce";
         case Coll::iallgather: return "iallgather";
         case Coll::ibcast: return "ibcast";
+        case Coll::allreduce_init: return "allreduce_init";
+        case Coll::allgather_init: return "allgather_init";
+        case Coll::bcast_init: return "bcast_init";
         default: return "?";
     }
 }
