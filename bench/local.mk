@@ -4,3 +4,6 @@ bench_codec_bench_SOURCES = bench/codec_bench.cc
 bench_codec_bench_LDADD = libcompmpi_core.la
 bench_coll_bench_SOURCES = bench/coll_bench.c
 bench_coll_bench_LDADD = -lm
+noinst_PROGRAMS += bench/overlap_bench
+bench_overlap_bench_SOURCES = bench/overlap_bench.c
+bench_overlap_bench_LDADD = -lm

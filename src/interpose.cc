@@ -15,6 +15,7 @@
 #include "eligibility.h"
 #include "log.h"
 #include "mpi_family.h"
+#include "nonblocking.h"
 #include "policy.h"
 #include "runtime.h"
 #include "state.h"
@@ -350,21 +351,26 @@ int apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *what) {
 
 using namespace compmpi;
 
+/* MPI_THREAD_MULTIPLE for the non-blocking collectives' progress threads (src/nonblocking.h);
+ * MPI may give a higher level than required. */
 COMPMPI_EXPORT int MPI_Init(int *argc, char ***argv) {
     mpi_family_check("MPI_Init"); /* before anything reaches an MPI of the wrong family */
-    int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) runtime_init();
+    int provided = MPI_THREAD_SINGLE;
+    int rc = PMPI_Init_thread(argc, argv, nb_init_level(MPI_THREAD_SINGLE), &provided);
+    if (rc == MPI_SUCCESS) nb_init_done(provided), runtime_init();
     return rc;
 }
 
 COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     mpi_family_check("MPI_Init_thread"); /* mpi4py: its MPI was dlopen()ed after our load-time check */
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) runtime_init();
+    const int level = nb_init_level(required);
+    int rc = PMPI_Init_thread(argc, argv, level > required ? level : required, provided);
+    if (rc == MPI_SUCCESS) nb_init_done(*provided), runtime_init();
     return rc;
 }
 
 COMPMPI_EXPORT int MPI_Finalize(void) {
+    nb_finalize();
     runtime_finalize();
     return PMPI_Finalize();
 }
@@ -451,3 +457,117 @@ COMPMPI_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
     }
     return MPI_SUCCESS;
 }
+
+/* ---- non-blocking collectives (src/nonblocking.h) ---- */
+
+namespace compmpi {
+namespace {
+int run_nb(const CollArgs &a, CommState &st) { return run_compressed(a, st); }
+}  // namespace
+}  // namespace compmpi
+
+COMPMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                  MPI_Comm comm, MPI_Request *request) {
+    return nb_start(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::iallreduce, request,
+                    run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    return nb_start(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
+                    Coll::iallgather, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                              MPI_Request *request) {
+    return nb_start(args_bcast(buffer, count, datatype, root, comm, false), Coll::ibcast, request, run_nb);
+}
+
+#if MPI_VERSION >= 4
+/* ---- persistent collectives (MPI-4) and the request calls that must know them ---- */
+
+COMPMPI_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                      MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+    return nb_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::allreduce_init,
+                              info, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                      MPI_Request *request) {
+    return nb_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
+                              Coll::allgather_init, info, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request) {
+    return nb_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info, request,
+                              run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Start(MPI_Request *request) {
+    return nb_have_persistent() ? nb_start_persistent(request) : PMPI_Start(request);
+}
+COMPMPI_EXPORT int MPI_Startall(int count, MPI_Request *requests) {
+    return nb_have_persistent() ? nb_startall(count, requests) : PMPI_Startall(count, requests);
+}
+COMPMPI_EXPORT int MPI_Request_free(MPI_Request *request) {
+    return nb_have_persistent() ? nb_request_free(request) : PMPI_Request_free(request);
+}
+COMPMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Wait(request, status);
+    NbSubst s(1, request);
+    int rc = PMPI_Wait(s.reqs.data(), status);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Test(request, flag, status);
+    NbSubst s(1, request);
+    int rc = PMPI_Test(s.reqs.data(), flag, status);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Waitall(count, requests, statuses);
+    NbSubst s(count, requests);
+    int rc = PMPI_Waitall(count, s.reqs.data(), statuses);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Testall(int count, MPI_Request *requests, int *flag, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Testall(count, requests, flag, statuses);
+    NbSubst s(count, requests);
+    int rc = PMPI_Testall(count, s.reqs.data(), flag, statuses);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Waitany(int count, MPI_Request *requests, int *index, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Waitany(count, requests, index, status);
+    NbSubst s(count, requests);
+    int rc = PMPI_Waitany(count, s.reqs.data(), index, status);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Testany(int count, MPI_Request *requests, int *index, int *flag, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Testany(count, requests, index, flag, status);
+    NbSubst s(count, requests);
+    int rc = PMPI_Testany(count, s.reqs.data(), index, flag, status);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    NbSubst s(incount, requests);
+    int rc = PMPI_Waitsome(incount, s.reqs.data(), outcount, indices, statuses);
+    s.finish();
+    return rc;
+}
+COMPMPI_EXPORT int MPI_Testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    NbSubst s(incount, requests);
+    int rc = PMPI_Testsome(incount, s.reqs.data(), outcount, indices, statuses);
+    s.finish();
+    return rc;
+}
+#endif

@@ -81,6 +81,12 @@ namespace coll_kind {
 inline constexpr int allreduce = enum_value(SettingId::collectives, "allreduce");
 inline constexpr int allgather = enum_value(SettingId::collectives, "allgather");
 inline constexpr int bcast = enum_value(SettingId::collectives, "bcast");
+inline constexpr int iallreduce = enum_value(SettingId::collectives, "iallreduce");
+inline constexpr int iallgather = enum_value(SettingId::collectives, "iallgather");
+inline constexpr int ibcast = enum_value(SettingId::collectives, "ibcast");
+inline constexpr int allreduce_init = enum_value(SettingId::collectives, "allreduce_init");
+inline constexpr int allgather_init = enum_value(SettingId::collectives, "allgather_init");
+inline constexpr int bcast_init = enum_value(SettingId::collectives, "bcast_init");
 }  // namespace coll_kind
 
 using setting_ENUM = int32_t;   /* index into allowed */

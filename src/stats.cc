@@ -10,6 +10,7 @@ namespace compmpi {
 
 namespace {
 CollStats g_stats[static_cast<int>(Coll::count_)];
+thread_local int t_entry = -1;
 }
 
 const char *coll_name(Coll c) {
@@ -17,11 +18,19 @@ const char *coll_name(Coll c) {
         case Coll::allreduce: return "allreduce";
         case Coll::allgather: return "allgather";
         case Coll::bcast: return "bcast";
+        case Coll::iallreduce: return "iallreduce";
+        case Coll::iallgather: return "iallgather";
+        case Coll::ibcast: return "ibcast";
+        case Coll::allreduce_init: return "allreduce_init";
+        case Coll::allgather_init: return "allgather_init";
+        case Coll::bcast_init: return "bcast_init";
         default: return "?";
     }
 }
 
-CollStats &stats(Coll c) { return g_stats[static_cast<int>(c)]; }
+CollStats &stats(Coll c) { return g_stats[t_entry >= 0 ? t_entry : static_cast<int>(c)]; }
+
+void stats_set_entry(Coll e) { t_entry = e == Coll::count_ ? -1 : static_cast<int>(e); }
 
 void stats_reset() {
     for (CollStats &s : g_stats) {
@@ -48,6 +57,7 @@ void stats_report(MPI_Comm world) {
     if (PMPI_Reduce(local, sum, nc * kFields, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) return;
     for (int c = 0; c < nc && rank == 0; ++c) {
         const uint64_t *v = sum[c];
+        if (c > static_cast<int>(Coll::bcast) && v[0] == 0 && v[1] == 0) continue; /* unused entry point */
         double ratio = v[3] ? static_cast<double>(v[4]) / static_cast<double>(v[3]) : 0.0;
         std::fprintf(stderr,
                      "compmpi-stats: coll=%s compressed=%llu passthrough=%llu bytes_in=%llu bytes_wire=%llu "

@@ -13,11 +13,14 @@
 
 namespace compmpi {
 
-enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, count_ };
+/* The blocking collectives, then the non-blocking entry points (src/nonblocking.h): the
+ * same order as the `collectives` setting's list, so a kind's bit is its value. */
+enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, iallreduce = 3, iallgather = 4, ibcast = 5,
+                      allreduce_init = 6, allgather_init = 7, bcast_init = 8, count_ };
 const char *coll_name(Coll c);
 
 /* Reasons a call passes through; the eligibility table (src/eligibility.cc) names them. */
-inline constexpr int kMaxReasons = 16;
+inline constexpr int kMaxReasons = 24;
 
 struct CollStats {
     std::atomic<uint64_t> compressed{0}, passthrough{0};
@@ -31,6 +34,9 @@ struct CollStats {
 };
 
 CollStats &stats(Coll c);
+/* This thread's calls count as entry point `e` (a progress thread running a non-blocking
+ * operation); Coll::count_ restores counting by the collective passed to stats(). */
+void stats_set_entry(Coll e);
 void stats_reset();
 /* Collective over MPI_COMM_WORLD: sum over ranks, print on rank 0 to stderr. */
 void stats_report(MPI_Comm world);

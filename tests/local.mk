@@ -126,3 +126,7 @@ tests/mpi/f_allreduce: $(srcdir)/tests/mpi/f_allreduce.f90
 	@$(MKDIR_P) tests/mpi
 	$(AM_V_GEN)$(MPIFC) $(MPIFC_FLAGS) -O2 -o $@ $(srcdir)/tests/mpi/f_allreduce.f90
 endif
+# non-blocking collectives (src/nonblocking.h)
+MPITEST_PROGS += tests/mpi/t_nonblocking
+tests_mpi_t_nonblocking_SOURCES = tests/mpi/t_nonblocking.c tests/mpi/mpitest.h
+tests_mpi_t_nonblocking_LDADD = $(COMPMPI_LA) -lm
