@@ -3,11 +3,14 @@
 #   build:    MPICH, autotools, OpenMP (gcc), hwloc, FFTW, CMocka, pkg-config
 #   tests:    valgrind
 #   examples: OpenBLAS, zlib, the Fashion-MNIST data set, gnuplot
+#   demo:     Debian's PyTorch (CPU), NumPy, mpi4py and Open MPI (wrappers to build libcompmpi
+#             for it), iproute2 (emulated cluster)
 # The CUDA toolkit is optional and not installed here (configure finds /usr/local/cuda).
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
       mpich libmpich-dev libhwloc-dev libfftw3-dev libcmocka-dev
-      valgrind zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox)
+      valgrind zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
+      python3-torch python3-numpy python3-mpi4py openmpi-bin libopenmpi-dev iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
