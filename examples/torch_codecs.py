@@ -121,7 +121,7 @@ def main():
     ap.add_argument("--loopback", action="store_true",
                     help="one machine, but ranks talk TCP over the loopback interface (Open MPI ob1/tcp "
                          "on lo) instead of shared memory")
-    ap.add_argument("--out", default="torch-runs")
+    ap.add_argument("--out", default="codec-runs/torch")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     ap.add_argument("--threads", type=int, default=1, help="COMPMPI_THREADS and torch threads per rank")
     ap.add_argument("--title", default="", help="extra text for the plot title")
@@ -129,8 +129,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--train-limit", type=int, default=12800)
     ap.add_argument("--test-limit", type=int, default=2000)
-    ap.add_argument("--eval-every", type=int, default=50)
-    ap.add_argument("--target", type=float, default=0.80)
+    ap.add_argument("--eval-every", type=int, default=25)
+    ap.add_argument("--target", type=float, default=0.82)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--train-args", default="", help="more trainer flags, e.g. '--buckets 4'")

@@ -188,7 +188,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=64, help="global batch (split over ranks)")
-    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--train-limit", type=int, default=0, help="first N training images (0 = all 60000)")
