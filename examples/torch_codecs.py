@@ -105,6 +105,21 @@ def parse_summary(text):
     return None
 
 
+def link_tx_bytes(nhosts):
+    """Bytes sent so far by the emulated hosts: the 'Sent' counters of the tbf qdisc on eth0
+    in every namespace cmpi0..cmpi{n-1} (everything that left a host: headers, evaluation
+    and start-up traffic included)."""
+    total = 0
+    for k in range(nhosts):
+        r = subprocess.run(["tc", "-n", f"cmpi{k}", "-s", "qdisc", "show", "dev", "eth0"],
+                           capture_output=True, text=True)
+        m = re.search(r"Sent (\d+) bytes", r.stdout)
+        if r.returncode != 0 or not m:
+            return None
+        total += int(m.group(1))
+    return total
+
+
 def fmt(v, f="{:.2f}"):
     return "n/a" if v is None else f.format(v)
 
@@ -229,16 +244,19 @@ def main():
                 print(f"torch_codecs: [{name}] {' '.join(shlex.quote(c) for c in cmd)}", file=sys.stderr)
                 # nothing of the caller's own LD_PRELOAD/COMPMPI_* may leak into a run
                 penv = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("COMPMPI_")}
+                tx0 = link_tx_bytes(P) if args.netem else None
                 t0 = time.time()
                 with open(base + ".out", "w") as fo, open(base + ".err", "w") as fe:
                     rc = subprocess.run(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=penv).returncode
                 wall = time.time() - t0
+                tx1 = link_tx_bytes(P) if args.netem else None
                 text_out = open(base + ".out", errors="replace").read()
                 text_err = open(base + ".err", errors="replace").read()
                 summ = parse_summary(text_out)
                 stats = parse_stats(text_err)
                 r = {"spec": s["spec"], "codec": s["codec"], "policy": s["policy"], "ranks": P, "rc": rc,
-                     "job_wall_s": round(wall, 1), "summary": summ, "stats": stats}
+                     "job_wall_s": round(wall, 1), "summary": summ, "stats": stats,
+                     "link_tx_bytes": tx1 - tx0 if tx0 is not None and tx1 is not None else None}
                 if rc in (124, 137):
                     r["status"] = "TIMEOUT"
                 elif rc != 0 or summ is None:
@@ -269,7 +287,7 @@ def main():
         s, st, P = r["summary"], r["stats"], r["ranks"]
         r.update(final_acc=None, time_to_target_s=None, steps_to_target=None, time_per_epoch_s=None,
                  comm_per_epoch_s=None, wire_bytes_per_step=None, model_bytes_per_step=None,
-                 unc_bytes_per_step=None, ratio=None)
+                 unc_bytes_per_step=None, ratio=None, link_bytes_per_step=None)
         if not s:
             continue
         steps = s["steps"]
@@ -281,6 +299,8 @@ def main():
         r["comm_per_epoch_s"] = sum(e["comm_s"] for e in ep) / len(ep)
         # plain model: P ranks x 2 (P-1)/P x payload = 2 (P-1) x payload per allreduce
         r["model_bytes_per_step"] = 2 * (P - 1) * s["allreduce_bytes_per_rank"] / steps
+        if r["link_tx_bytes"] is not None:
+            r["link_bytes_per_step"] = r["link_tx_bytes"] / steps
         if r["codec"] == "plain":
             r["wire_bytes_per_step"] = r["model_bytes_per_step"]
         elif st:
@@ -299,7 +319,8 @@ def main():
 
     cols = ["spec", "codec", "policy", "ranks", "status", "final_acc", "acc_gap_pt", "time_to_target_s",
             "steps_to_target", "time_per_epoch_s", "comm_per_epoch_s", "speedup_epoch", "wire_bytes_per_step",
-            "unc_bytes_per_step", "model_bytes_per_step", "bytes_reduction", "ratio", "job_wall_s"]
+            "unc_bytes_per_step", "model_bytes_per_step", "link_bytes_per_step", "bytes_reduction", "ratio",
+            "job_wall_s"]
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -316,8 +337,9 @@ def main():
              f"{args.test_limit or 10000} test images every {args.eval_every} steps; global batch {args.batch}.",
              "",
              f"| run | ranks | final test acc | vs plain (points) | time to {tgt} (s) | time/epoch (s) "
-             f"| in allreduce/epoch (s) | epoch speedup | wire MB/step | bytes ÷ | status |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             f"| in allreduce/epoch (s) | epoch speedup | wire MB/step | bytes ÷ |"
+             + (" link MB/step (tc) |" if args.netem else "") + " status |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.netem else "") + "---|"]
     for r in results:
         tt = fmt(r["time_to_target_s"], "{:.1f}") if r["summary"] else "n/a"
         if r["summary"] and r["time_to_target_s"] is None:
@@ -327,7 +349,9 @@ def main():
             f"{fmt(r['acc_gap_pt'], '{:+.2f}')} | {tt} | {fmt(r['time_per_epoch_s'])} | "
             f"{fmt(r['comm_per_epoch_s'])} | {fmt(r['speedup_epoch'], '{:.2f}×')} | "
             f"{fmt(r['wire_bytes_per_step'] and r['wire_bytes_per_step'] / 1e6)} | "
-            f"{fmt(r['bytes_reduction'], '{:.1f}')} | {r['status']} |")
+            f"{fmt(r['bytes_reduction'], '{:.1f}')} |"
+            + (f" {fmt(r['link_bytes_per_step'] and r['link_bytes_per_step'] / 1e6)} |" if args.netem else "")
+            + f" {r['status']} |")
     lines += ["",
               "wire MB/step: bytes all ranks sent per optimizer step. Codec runs: libcompmpi's own count "
               "(COMPMPI_STATS=1); plain: 2 (P-1) × the allreduce payload (reduce-scatter + allgather), "
@@ -336,6 +360,9 @@ def main():
                           f"{r['model_bytes_per_step'] / 1e6:.2f} MB"
                           for r in results if r["unc_bytes_per_step"]) + ".",
               "time/epoch and time to target: training wall time on rank 0, evaluation passes excluded."]
+    if args.netem:
+        lines.append("link MB/step (tc): bytes that left all hosts through their shaped links (tc counters), "
+                     "over the whole job (TCP/IP headers, start-up and evaluation traffic included) / steps.")
     table = "\n".join(lines) + "\n"
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table)
