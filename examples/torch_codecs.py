@@ -140,6 +140,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     ap.add_argument("--threads", type=int, default=1, help="COMPMPI_THREADS and torch threads per rank")
     ap.add_argument("--title", default="", help="extra text for the plot title")
+    ap.add_argument("--report-only", action="store_true",
+                    help="run nothing: rebuild the table and plot from DIR/runs/ of an earlier (or cut-short) "
+                         "invocation with the same arguments; runs without output are reported as missing")
     # trainer flags, passed through
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--train-limit", type=int, default=12800)
@@ -188,7 +191,7 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
-    if args.netem:
+    if args.netem and not args.report_only:
         rc = subprocess.run([os.path.join(NETEM, "cluster.sh"), "up", str(max(ranks)), args.netem]).returncode
         if rc != 0:
             die("could not bring up the emulated cluster (bench/netem/cluster.sh up); see above", 1)
@@ -239,25 +242,37 @@ def main():
                     cmd += train
                 name = f"P{P}_{safe(s['spec'])}"
                 base = os.path.join(out, "runs", name)
-                with open(base + ".cmd", "w") as f:
-                    f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
-                print(f"torch_codecs: [{name}] {' '.join(shlex.quote(c) for c in cmd)}", file=sys.stderr)
-                # nothing of the caller's own LD_PRELOAD/COMPMPI_* may leak into a run
-                penv = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("COMPMPI_")}
-                tx0 = link_tx_bytes(P) if args.netem else None
-                t0 = time.time()
-                with open(base + ".out", "w") as fo, open(base + ".err", "w") as fe:
-                    rc = subprocess.run(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=penv).returncode
-                wall = time.time() - t0
-                tx1 = link_tx_bytes(P) if args.netem else None
-                text_out = open(base + ".out", errors="replace").read()
-                text_err = open(base + ".err", errors="replace").read()
+                if args.report_only:
+                    try:
+                        text_out = open(base + ".out", errors="replace").read()
+                        text_err = open(base + ".err", errors="replace").read()
+                    except OSError:
+                        text_out = text_err = ""
+                    rc = 0 if parse_summary(text_out) else -1
+                    wall, tx0, tx1 = 0.0, None, None
+                else:
+                    with open(base + ".cmd", "w") as f:
+                        f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
+                    print(f"torch_codecs: [{name}] {' '.join(shlex.quote(c) for c in cmd)}", file=sys.stderr)
+                    # nothing of the caller's own LD_PRELOAD/COMPMPI_* may leak into a run
+                    penv = {k: v for k, v in os.environ.items()
+                            if k != "LD_PRELOAD" and not k.startswith("COMPMPI_")}
+                    tx0 = link_tx_bytes(P) if args.netem else None
+                    t0 = time.time()
+                    with open(base + ".out", "w") as fo, open(base + ".err", "w") as fe:
+                        rc = subprocess.run(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=penv).returncode
+                    wall = time.time() - t0
+                    tx1 = link_tx_bytes(P) if args.netem else None
+                    text_out = open(base + ".out", errors="replace").read()
+                    text_err = open(base + ".err", errors="replace").read()
                 summ = parse_summary(text_out)
                 stats = parse_stats(text_err)
                 r = {"spec": s["spec"], "codec": s["codec"], "policy": s["policy"], "ranks": P, "rc": rc,
                      "job_wall_s": round(wall, 1), "summary": summ, "stats": stats,
                      "link_tx_bytes": tx1 - tx0 if tx0 is not None and tx1 is not None else None}
-                if rc in (124, 137):
+                if rc == -1:
+                    r["status"] = "MISSING"
+                elif rc in (124, 137):
                     r["status"] = "TIMEOUT"
                 elif rc != 0 or summ is None:
                     r["status"] = f"FAILED(rc={rc})"
