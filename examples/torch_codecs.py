@@ -21,11 +21,14 @@ Bytes on the wire per step (all ranks together):
                 rank 0 at MPI_Finalize, already summed over ranks), divided by the steps;
     plain runs: computed from the allreduce sizes the trainer reports, for the bandwidth-optimal
                 reduce-scatter + allgather that MPI uses for large messages: every rank sends
-                2 (P-1)/P of each buffer, P ranks together 2 (P-1) x buffer bytes.  The library's
+                2 (P-1)/P of each buffer, P ranks together 2 (P-1) x buffer bytes.
+    Gradient calls a codec run passed through unchanged (the library's cost model may keep
+    calls exact; its bytes_wire counts compressed calls only) are added as plain MPI sends them:
+    their payload is the trainer's total minus the library's allreduce bytes_in.  The library's
                 own `bytes_uncompressed_wire` counts the same quantity for its runs; the table
                 shows both, so the model can be checked against the library.
 
-Outputs in DIR: runs/P<P>_<spec>.{cmd,out,err,dat}, results.csv, results.json, table.md,
+Outputs in DIR: runs/P<P>_<spec>.{cmd,out,err,dat,link}, results.csv, results.json, table.md,
 accuracy.gp and accuracy.png (test accuracy against training wall time, gnuplot),
 accuracy.txt (the same plot as text).  The table is printed at the end.  Exit status 0 if
 every run succeeded, 1 otherwise (the others still run and are tabulated), 2 on bad arguments.
@@ -250,6 +253,8 @@ def main():
                         text_out = text_err = ""
                     rc = 0 if parse_summary(text_out) else -1
                     wall, tx0, tx1 = 0.0, None, None
+                    if os.path.exists(base + ".link"):
+                        tx0, tx1 = 0, int(open(base + ".link").read().split()[0])
                 else:
                     with open(base + ".cmd", "w") as f:
                         f.write(" ".join(shlex.quote(c) for c in cmd) + "\n")
@@ -263,6 +268,9 @@ def main():
                         rc = subprocess.run(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=penv).returncode
                     wall = time.time() - t0
                     tx1 = link_tx_bytes(P) if args.netem else None
+                    if tx0 is not None and tx1 is not None:
+                        with open(base + ".link", "w") as f:
+                            f.write(f"{tx1 - tx0} bytes sent through the shaped links (tc counters)\n")
                     text_out = open(base + ".out", errors="replace").read()
                     text_err = open(base + ".err", errors="replace").read()
                 summ = parse_summary(text_out)
@@ -302,7 +310,7 @@ def main():
         s, st, P = r["summary"], r["stats"], r["ranks"]
         r.update(final_acc=None, time_to_target_s=None, steps_to_target=None, time_per_epoch_s=None,
                  comm_per_epoch_s=None, wire_bytes_per_step=None, model_bytes_per_step=None,
-                 unc_bytes_per_step=None, ratio=None, link_bytes_per_step=None)
+                 unc_bytes_per_step=None, ratio=None, link_bytes_per_step=None, exact_fraction=None)
         if not s:
             continue
         steps = s["steps"]
@@ -319,8 +327,15 @@ def main():
         if r["codec"] == "plain":
             r["wire_bytes_per_step"] = r["model_bytes_per_step"]
         elif st:
-            r["wire_bytes_per_step"] = sum(c.get("bytes_wire", 0) for c in st.values()) / steps
-            r["unc_bytes_per_step"] = sum(c.get("bytes_uncompressed_wire", 0) for c in st.values()) / steps
+            # gradient allreduces the library passed to MPI unchanged (e.g. its cost model kept
+            # them exact) are not in its bytes_wire: add them as plain MPI sends them
+            grad_payload = P * s["allreduce_bytes_per_rank"]
+            exact = max(0.0, grad_payload - st.get("allreduce", {}).get("bytes_in", 0))
+            r["exact_fraction"] = exact / grad_payload if grad_payload else None
+            passthrough = 2 * (P - 1) / P * exact
+            r["wire_bytes_per_step"] = (sum(c.get("bytes_wire", 0) for c in st.values()) + passthrough) / steps
+            r["unc_bytes_per_step"] = (sum(c.get("bytes_uncompressed_wire", 0) for c in st.values())
+                                       + passthrough) / steps
             r["ratio"] = st.get("allreduce", {}).get("ratio")
     for r in results:
         base = next((b for b in results if b["ranks"] == r["ranks"] and b["codec"] == "plain"), None)
@@ -335,7 +350,7 @@ def main():
     cols = ["spec", "codec", "policy", "ranks", "status", "final_acc", "acc_gap_pt", "time_to_target_s",
             "steps_to_target", "time_per_epoch_s", "comm_per_epoch_s", "speedup_epoch", "wire_bytes_per_step",
             "unc_bytes_per_step", "model_bytes_per_step", "link_bytes_per_step", "bytes_reduction", "ratio",
-            "job_wall_s"]
+            "exact_fraction", "job_wall_s"]
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -375,6 +390,12 @@ def main():
                           f"{r['model_bytes_per_step'] / 1e6:.2f} MB"
                           for r in results if r["unc_bytes_per_step"]) + ".",
               "time/epoch and time to target: training wall time on rank 0, evaluation passes excluded."]
+    kept = [r for r in results if r.get("exact_fraction")]
+    if kept:
+        lines.append("Gradient bytes the library passed to MPI unchanged (its cost model or eligibility kept "
+                     "them exact; counted in wire MB/step as plain MPI sends them): "
+                     + ", ".join(f"`{r['spec']}` P={r['ranks']}: {100 * r['exact_fraction']:.1f} %" for r in kept)
+                     + ".")
     if args.netem:
         lines.append("link MB/step (tc): bytes that left all hosts through their shaped links (tc counters), "
                      "over the whole job (TCP/IP headers, start-up and evaluation traffic included) / steps.")
