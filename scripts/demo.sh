@@ -22,7 +22,7 @@ for a in "$@"; do
     case $a in
         --local) mode=local ;;
         --full) size=full ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "demo.sh: unknown argument '$a' (try --help)" >&2; exit 2 ;;
     esac
 done

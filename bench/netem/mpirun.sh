@@ -105,6 +105,7 @@ if [ $ompi -eq 1 ]; then
     # orteds through nsrsh's inherited environment.
     xenv=()
     for ((i = 0; i < ${#genv[@]}; i += 3)); do xenv+=(-x "${genv[i+1]}=${genv[i+2]}"); done
+    # shellcheck disable=SC2054  # "tcp,self" is one element
     cmd=("$mpiexec" --host "$hosts" -n "$np" --bind-to none
          --mca plm_rsh_agent "$dir/nsrsh" --mca plm_rsh_no_tree_spawn 1
          --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$IFACE"
