@@ -3,7 +3,7 @@
 # cluster made by cluster.sh (rank k in namespace cmpik, address 10.77.0.(k+1)).
 #
 #   mpirun.sh -n P [--preload LIB] [--mpi-prefix PREFIX] [--timeout SEC]
-#             [-genv K V ...] -- PROGRAM ARGS...
+#             [--openmpi] [-genv K V ...] -- PROGRAM ARGS...
 #
 #   -n P              number of ranks (the cluster must have >= P hosts)
 #   --preload LIB     LD_PRELOAD=LIB for the ranks only (passed with -genv, so
@@ -17,6 +17,12 @@
 #   --ucx-eager       -genv UCX_RNDV_THRESH inf: UCX sends every message eagerly
 #                     (no rendezvous handshake); much steadier times on the shaped
 #                     links, see README.md (ignored by a ch3 build)
+#   --openmpi         launch with Open MPI's mpiexec.openmpi instead of MPICH (for
+#                     programs linked to Open MPI, e.g. Debian's mpi4py): rsh agent
+#                     nsrsh, hosts = the namespace addresses, --mca pml ob1 --mca btl
+#                     tcp,self on eth0 (also the runtime's out-of-band channel),
+#                     --bind-to none; -genv K V becomes -x K=V; --finalize-fix and
+#                     --ucx-eager (MPICH/UCX only) are ignored with a note
 #   -genv K V         extra environment for the ranks (repeatable)
 #   -v                print the mpiexec command line
 #
@@ -31,7 +37,7 @@ NET=10.77.0
 
 die() { echo "mpirun.sh: error: $*" >&2; exit 2; }
 
-np=""; preload=""; timeout_s=""; verbose=0; ffix=0; eager=0
+np=""; preload=""; timeout_s=""; verbose=0; ffix=0; eager=0; ompi=0
 mpi_prefix=${MPI_PREFIX:-}
 genv=()
 while [ $# -gt 0 ]; do
@@ -42,10 +48,11 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=${2:-}; shift 2 ;;
         --finalize-fix) ffix=1; shift ;;
         --ucx-eager) eager=1; shift ;;
+        --openmpi) ompi=1; shift ;;
         -genv) [ $# -ge 3 ] || die "-genv needs K V"; genv+=(-genv "$2" "$3"); shift 3 ;;
         -v) verbose=1; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) die "unknown option '$1' (program and its arguments go after --)" ;;
     esac
 done
@@ -58,7 +65,14 @@ for ((k = 0; k < np; k++)); do
         || die "cluster has no host cmpi$k; run: $dir/cluster.sh up $np RATE"
 done
 
-if [ -n "$mpi_prefix" ]; then
+if [ $ompi -eq 1 ]; then
+    [ -z "$mpi_prefix" ] || die "--openmpi and --mpi-prefix do not go together"
+    mpiexec=$(command -v mpiexec.openmpi) || die "mpiexec.openmpi not found (apt-get install openmpi-bin)"
+    if [ $ffix -eq 1 ] || [ $eager -eq 1 ]; then
+        echo "mpirun.sh: note: --finalize-fix/--ucx-eager are for MPICH over UCX; ignored with --openmpi" >&2
+        ffix=0; eager=0
+    fi
+elif [ -n "$mpi_prefix" ]; then
     mpiexec=$mpi_prefix/bin/mpiexec
     [ -x "$mpiexec" ] || die "$mpiexec not found (build it with build_mpich_ch3.sh $mpi_prefix)"
 else
@@ -82,11 +96,29 @@ fi
 hosts=""
 for ((k = 1; k <= np; k++)); do hosts+="${hosts:+,}$NET.$k:1"; done
 
-# shellcheck disable=SC2054  # "tcp,self" is one element
-cmd=("$mpiexec" -launcher rsh -launcher-exec "$dir/nsrsh" -hosts "$hosts" -iface "$IFACE"
-     -n "$np"
-     -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES "$IFACE"
-     "${genv[@]}" "$@")
+if [ $ompi -eq 1 ]; then
+    # Open MPI: its rsh launcher starts one orted per host through nsrsh (no tree spawn:
+    # mpiexec starts them all), ob1 + the TCP BTL on eth0 only (pml ucx would pick its own
+    # transports), the runtime's out-of-band TCP on eth0 too.  No binding: every namespace
+    # sees the same cores and Open MPI would pin each host's only rank to core 0.
+    # Running as root needs the two OMPI_ALLOW_RUN_AS_ROOT variables; they reach the
+    # orteds through nsrsh's inherited environment.
+    xenv=()
+    for ((i = 0; i < ${#genv[@]}; i += 3)); do xenv+=(-x "${genv[i+1]}=${genv[i+2]}"); done
+    # shellcheck disable=SC2054  # "tcp,self" is one element
+    cmd=("$mpiexec" --host "$hosts" -n "$np" --bind-to none
+         --mca plm_rsh_agent "$dir/nsrsh" --mca plm_rsh_no_tree_spawn 1
+         --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$IFACE"
+         --mca oob_tcp_if_include "$IFACE"
+         "${xenv[@]}" "$@")
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+else
+    # shellcheck disable=SC2054  # "tcp,self" is one element
+    cmd=("$mpiexec" -launcher rsh -launcher-exec "$dir/nsrsh" -hosts "$hosts" -iface "$IFACE"
+         -n "$np"
+         -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES "$IFACE"
+         "${genv[@]}" "$@")
+fi
 [ $verbose -eq 1 ] && echo "mpirun.sh: ip netns exec cmpi0 ${cmd[*]}" >&2
 
 # The caller's own LD_PRELOAD must not leak into mpiexec or (through hydra's
