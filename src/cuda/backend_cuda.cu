@@ -46,7 +46,8 @@ namespace compmpi::cuda {
 /* ---------------------------------------------------------------- the codec table */
 namespace {
 const GpuCodec *const kGpuCodecs[] = {&gpu_codec_none, &gpu_codec_bitpack, &gpu_codec_fp16, &gpu_codec_bf16,
-                                      &gpu_codec_q8,   &gpu_codec_terngrad, &gpu_codec_qsgd, &gpu_codec_sparse};
+                                      &gpu_codec_q8,   &gpu_codec_terngrad, &gpu_codec_qsgd, &gpu_codec_sparse,
+                                      &gpu_codec_rangefloat};
 }  // namespace
 
 const GpuCodec *gpu_codec(int id, const CodecParams &p) {
@@ -55,7 +56,7 @@ const GpuCodec *gpu_codec(int id, const CodecParams &p) {
     return nullptr;
 }
 
-const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8 terngrad qsgd sparse"; }
+const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat"; }
 
 namespace {
 
@@ -95,6 +96,11 @@ struct Ctx {
     std::vector<float> host_tmp;
     std::vector<double> host_parts;
     bool pending_error = false; /* a void call (copy/add/...) failed: fail the next encode/decode */
+    /* error-feedback residuals of device buffers: (key, n) -> {residual, next}, device memory */
+    struct Ef {
+        float *res = nullptr, *next = nullptr;
+    };
+    std::map<std::pair<uintptr_t, size_t>, Ef> ef;
 };
 
 /* data lies in one of the context's scratch slots */
@@ -498,6 +504,47 @@ void *ctx_create(const CoreApi *core) {
     return x;
 }
 
+/* Error feedback on the device: the residual of (key, n), zeroed when first seen, and in
+ * *next a device buffer for the new residual; at most kMaxEf buffers are tracked (past
+ * that all are dropped, as the core does with host residuals). nullptr on failure. */
+constexpr size_t kMaxEf = 64;
+
+float *ef_residual(void *ctx, const void *key, size_t n, float **next) {
+    Ctx *x = static_cast<Ctx *>(ctx);
+    if (!x || n == 0) return nullptr;
+    Scope scope(x, key); /* the key is the user's device buffer: binds an unbound context to its device */
+    if (!scope.ok()) return nullptr;
+    const auto k = std::make_pair(reinterpret_cast<uintptr_t>(key), n);
+    auto it = x->ef.find(k);
+    if (it == x->ef.end()) {
+        if (x->ef.size() >= kMaxEf) {
+            if (x->stream) cudaStreamSynchronize(x->stream);
+            for (auto &kv : x->ef) cudaFree(kv.second.res), cudaFree(kv.second.next);
+            x->ef.clear();
+        }
+        Ctx::Ef e;
+        if (!check(x, cudaMalloc(&e.res, n * sizeof(float)), "cudaMalloc (residual)") ||
+            !check(x, cudaMalloc(&e.next, n * sizeof(float)), "cudaMalloc (residual)") ||
+            !check(x, cudaMemsetAsync(e.res, 0, n * sizeof(float), x->stream), "cudaMemsetAsync (residual)") ||
+            !finish(x)) {
+            if (e.res) cudaFree(e.res);
+            if (e.next) cudaFree(e.next);
+            return nullptr;
+        }
+        it = x->ef.emplace(k, e).first;
+    }
+    *next = it->second.next;
+    return it->second.res;
+}
+
+/* The call succeeded: the new residual becomes the residual. */
+void ef_commit(void *ctx, const void *key, size_t n) {
+    Ctx *x = static_cast<Ctx *>(ctx);
+    if (!x) return;
+    auto it = x->ef.find(std::make_pair(reinterpret_cast<uintptr_t>(key), n));
+    if (it != x->ef.end()) std::swap(it->second.res, it->second.next);
+}
+
 void ctx_destroy(void *ctx) {
     Ctx *x = static_cast<Ctx *>(ctx);
     if (!x) return;
@@ -509,6 +556,10 @@ void ctx_destroy(void *ctx) {
         if (x->stream) cudaStreamSynchronize(x->stream);
         for (DevBuf *b : {&x->payload, &x->parts, &x->flag, &x->work, &x->slot[0], &x->slot[1], &x->slot[2], &x->slot[3]})
             if (b->p) cudaFree(b->p);
+        for (auto &kv : x->ef) {
+            if (kv.second.res) cudaFree(kv.second.res);
+            if (kv.second.next) cudaFree(kv.second.next);
+        }
         for (uint8_t *s : x->stage)
             if (s) cudaFreeHost(s);
         if (x->pinned_flag) cudaFreeHost(x->pinned_flag);
@@ -609,9 +660,9 @@ const CudaHostModel kModel = {model_encode, model_decode, l2norm_host};
 
 const CudaModule kModule = {
     kCudaModuleAbi, sizeof(CudaModule),
-    CMPI_CUDART_STR ", archs " COMPMPI_CUDA_ARCHS ", kernels: none bitpack fp16 bf16 q8 terngrad qsgd sparse",
+    CMPI_CUDART_STR ", archs " COMPMPI_CUDA_ARCHS ", kernels: none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat",
     &kBackend,      ctx_create,         ctx_destroy, has_kernels, device_count, mem_alloc, mem_free, memcpy_sync,
-    &kModel,
+    &kModel,        ef_residual,        ef_commit,
 };
 
 }  // namespace

@@ -74,6 +74,7 @@ extern const GpuCodec gpu_codec_q8;
 extern const GpuCodec gpu_codec_terngrad;
 extern const GpuCodec gpu_codec_qsgd;
 extern const GpuCodec gpu_codec_sparse;
+extern const GpuCodec gpu_codec_rangefloat;
 
 /* The table entry for id with kernels for p, or nullptr. */
 const GpuCodec *gpu_codec(int id, const CodecParams &p);

@@ -473,6 +473,9 @@ void given_no_gpu_when_backend_called_expect_clean_failures(void **) {
     assert_null(b.scratch(ctx, 0, 100));
     assert_null(b.scratch(ctx, 7, 100));
     assert_true(std::isnan(b.l2norm(ctx, x.data(), 1000)));
+    float *ef_next = nullptr;
+    assert_null(g_mod->ef_residual(ctx, x.data(), 1000, &ef_next)); /* no device: no residual */
+    g_mod->ef_commit(ctx, x.data(), 1000);                          /* nothing to commit, no crash */
     b.copy(ctx, y.data(), x.data(), 1000); /* logged, no crash */
     assert_null(g_mod->mem_alloc(1024, kMemDevice));
     assert_null(g_mod->mem_alloc(1024, kMemPinned));
@@ -775,6 +778,35 @@ void given_managed_memory_when_encoding_expect_cpu_bytes(void **) {
     assert_true(testutil::same_bytes(ref.data(), got.data(), lr));
 }
 
+/* Device residuals: zero when first seen, the committed new residual comes back for the
+ * same (buffer, n), another n is another residual, a failed call (no commit) keeps the old. */
+void given_gpu_when_error_feedback_expect_residual_lifecycle(void **) {
+    NEED_GPU();
+    Gpu g;
+    const size_t n = 100003;
+    DevMem buf(n * 4, kMemDevice);
+    float *next = nullptr;
+    float *r = g_mod->ef_residual(g.ctx, buf.p, n, &next);
+    assert_non_null(r);
+    assert_non_null(next);
+    assert_ptr_not_equal(r, next);
+    for (float v : g.get(r, n)) assert_true(v == 0.0f && !std::signbit(v));
+    auto x = gradient_data(n, 5);
+    g.put(next, x.data(), n);
+    g_mod->ef_commit(g.ctx, buf.p, n);
+    float *next2 = nullptr;
+    float *r2 = g_mod->ef_residual(g.ctx, buf.p, n, &next2);
+    assert_ptr_equal(r2, next);
+    assert_true(testutil::same_bytes(g.get(r2, n).data(), x.data(), n * 4));
+    /* no commit: the residual stays */
+    assert_ptr_equal(g_mod->ef_residual(g.ctx, buf.p, n, &next2), r2);
+    /* another length of the same buffer: its own zeroed residual */
+    float *r3 = g_mod->ef_residual(g.ctx, buf.p, n - 1, &next2);
+    assert_non_null(r3);
+    assert_ptr_not_equal(r3, r2);
+    for (float v : g.get(r3, n - 1)) assert_true(v == 0.0f);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -809,6 +841,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(given_gpu_when_prepare_expect_cpu_statistic),
         cmocka_unit_test(given_real_allocations_when_classifying_expect_kinds),
         cmocka_unit_test(given_managed_memory_when_encoding_expect_cpu_bytes),
+        cmocka_unit_test(given_gpu_when_error_feedback_expect_residual_lifecycle),
     };
     /* valgrind: `--cpu-only` is clean with --leak-check=full; the full run adds one
      * "possibly lost" TLS vector of a cached thread stack inside glibc (clean with
