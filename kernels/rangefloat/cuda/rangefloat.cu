@@ -13,8 +13,8 @@
  *               ported line by line below) and the same LSB-first packing.
  * Decode: read_range on the host copy (the CPU's header checks), then one item per value:
  * decode_one [+ acc].
- * The paper mode (Algorithm 1 as published, branch `rangefloat`) is not in this file yet:
- * add it when that branch is on main. */
+ * Mode range_sign only (header variant 0); the paper mode (variant 1) has no kernels yet:
+ * rf_supports refuses it and the backend runs the CPU codec on staged floats. */
 #include <vector>
 
 #include "cuda/cuda_util.cuh"
