@@ -117,13 +117,24 @@ int main(int argc, char **argv) {
         {"bitpack 16 trunc (bf16)", &gpu_codec_bitpack, 16, 0}, {"bitpack 16 nearest", &gpu_codec_bitpack, 16, 1},
         {"bitpack 24 trunc", &gpu_codec_bitpack, 24, 0}, {"bitpack 32", &gpu_codec_bitpack, 32, 0},
         {"fp16 (scaled)", &gpu_codec_fp16, 16, 0},  {"bf16", &gpu_codec_bf16, 16, 0},
+        {"terngrad base4", &gpu_codec_terngrad, 2, 0}, {"terngrad base3", &gpu_codec_terngrad, 2, 1},
+        {"qsgd 4 bits", &gpu_codec_qsgd, 4, 0},     {"qsgd 8 bits", &gpu_codec_qsgd, 8, 0},
     };
+    void *work = nullptr; /* bucket statistics of terngrad/qsgd (one bucket) */
+    {
+        CodecParams wp;
+        wp.bits = 8;
+        CK(cudaMalloc(&work, std::max(gpu_codec_qsgd.work_bytes(n, wp), gpu_codec_terngrad.work_bytes(n, wp))));
+    }
     for (const Case &c : cases) {
         CodecParams p;
         p.bits = static_cast<uint8_t>(c.bits);
         p.variant = static_cast<uint8_t>(c.variant);
-        const size_t len = c.g == &gpu_codec_fp16 ? 4 + 2 * n : c.bits ? n * (c.bits / 8) : n * 4;
-        const GpuEncodeArgs ea{nullptr, x, n, &p, payload, flag, flag + 1, nullptr};
+        p.seed = 12345;
+        size_t len = c.g == &gpu_codec_fp16 ? 4 + 2 * n : c.bits ? n * (c.bits / 8) : n * 4;
+        if (c.g == &gpu_codec_terngrad) len = 4 + (c.variant == 0 ? (n + 3) / 4 : (n + 4) / 5);
+        if (c.g == &gpu_codec_qsgd) len = 4 + (n * c.bits + 7) / 8;
+        const GpuEncodeArgs ea{nullptr, x, n, &p, payload, flag, flag + 1, nullptr, work};
         const double te = time_it(reps, [&] {
             CK(cudaMemsetAsync(flag, 0, 256));
             CK(c.g->encode(ea));
@@ -143,6 +154,7 @@ int main(int argc, char **argv) {
     std::printf("%-28s %8.1f GB/s (%3.0f%% of D2D)\n", "l2 norm partials", bytes / tl / 1e9, 100 * t_d2d / tl);
     std::printf("%-28s %8.1f GB/s (%3.0f%% of D2D)\n", "add (dst += src)", bytes / tadd / 1e9, 100 * t_d2d / tadd);
 
+    CK(cudaFree(work));
     CK(cudaFreeHost(pinned));
     CK(cudaFree(parts));
     CK(cudaFree(flag));

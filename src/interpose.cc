@@ -201,6 +201,14 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
         c.ef_res = residual->data();
         c.ef_new = st.ef_scratch.data();
     }
+    /* device buffers on the device backend: residuals in device memory, owned by the
+     * module's context (docs/gpu.md); none if they cannot be allocated */
+    const bool dev_ef = a.kind == Coll::allreduce && st.settings.error_feedback &&
+                        !(plan.codec->flags & CODEC_LOSSLESS) && m && st.gpu_ctx && be_ctx == st.gpu_ctx;
+    if (dev_ef) {
+        float *next = nullptr;
+        if (const float *r = m->ef_residual(be_ctx, key, n, &next)) c.ef_res = r, c.ef_new = next;
+    }
 
     Status s;
     double root_norm = 0;
@@ -232,6 +240,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     switch (s) {
         case Status::ok:
             if (residual) residual->swap(st.ef_scratch);
+            if (dev_ef && c.ef_new) m->ef_commit(be_ctx, key, n);
             if (c.fallback_reason & BLOB_NONFINITE) cs.fallback_nonfinite++;
             else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;

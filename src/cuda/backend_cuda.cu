@@ -46,7 +46,8 @@ namespace compmpi::cuda {
 /* ---------------------------------------------------------------- the codec table */
 namespace {
 const GpuCodec *const kGpuCodecs[] = {&gpu_codec_none, &gpu_codec_bitpack, &gpu_codec_fp16, &gpu_codec_bf16,
-                                      &gpu_codec_q8};
+                                      &gpu_codec_q8,   &gpu_codec_terngrad, &gpu_codec_qsgd, &gpu_codec_sparse,
+                                      &gpu_codec_rangefloat};
 }  // namespace
 
 const GpuCodec *gpu_codec(int id, const CodecParams &p) {
@@ -55,7 +56,7 @@ const GpuCodec *gpu_codec(int id, const CodecParams &p) {
     return nullptr;
 }
 
-const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8"; }
+const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat"; }
 
 namespace {
 
@@ -91,10 +92,15 @@ struct Ctx {
     bool busy[2] = {false, false}; /* a DMA may still use ring slot s */
     uint8_t *stage[2] = {nullptr, nullptr};
     uint32_t *pinned_flag = nullptr; /* 256 B pinned: the NaN/Inf flag comes back here */
-    DevBuf payload, parts, flag, slot[kScratchSlots];
+    DevBuf payload, parts, flag, work, slot[kScratchSlots];
     std::vector<float> host_tmp;
     std::vector<double> host_parts;
     bool pending_error = false; /* a void call (copy/add/...) failed: fail the next encode/decode */
+    /* error-feedback residuals of device buffers: (key, n) -> {residual, next}, device memory */
+    struct Ef {
+        float *res = nullptr, *next = nullptr;
+    };
+    std::map<std::pair<uintptr_t, size_t>, Ef> ef;
 };
 
 /* data lies in one of the context's scratch slots */
@@ -307,24 +313,37 @@ uint8_t gpu_encode(void *ctx, const CodecOps &c, const CodecParams &p, const flo
     Scope scope(x, n ? data : nullptr);
     if (!scope.ok()) return abandon(x, c, p, n, blob, cap, plen, "no usable device");
     const GpuCodec *g = gpu_codec(static_cast<int>(c.id), p);
-    if (!g || (c.flags & CODEC_SPARSE)) return encode_fallback(x, c, p, data, n, blob, cap, plen);
+    if (!g) return encode_fallback(x, c, p, data, n, blob, cap, plen);
 
     BlobInfo info{c.id, 0, p.bits, p.variant, p.param, n, 0};
-    const size_t payload = c.max_payload(n, p);
+    size_t payload = c.max_payload(n, p);
     if (payload > cap - kBlobHeaderBytes) return abandon(x, c, p, n, blob, cap, plen, "blob capacity");
     const uint8_t *src = reinterpret_cast<const uint8_t *>(data);
     *x->pinned_flag = 0;
     if (!g->raw_fp32) { /* also for n = 0: some payloads start with a scale */
-        if (!grow(x, &x->payload, payload) || !grow(x, &x->flag, 256, 256))
+        const size_t work = g->work_bytes ? g->work_bytes(n, p) : 0;
+        if (!grow(x, &x->payload, payload) || !grow(x, &x->flag, 256, 256) || (work && !grow(x, &x->work, work)))
             return abandon(x, c, p, n, blob, cap, plen, "device workspace");
         uint32_t *dflag = static_cast<uint32_t *>(x->flag.p);
-        const GpuEncodeArgs a{&c, data, n, &p, static_cast<uint8_t *>(x->payload.p), dflag, dflag + 1, x->stream};
+        const GpuEncodeArgs a{&c,        data,       n, &p, static_cast<uint8_t *>(x->payload.p), dflag, dflag + 1,
+                              x->stream, x->work.p};
         if (!check(x, cudaMemsetAsync(dflag, 0, (1 + kEncodeWords) * sizeof(uint32_t), x->stream), "cudaMemsetAsync") ||
             !check(x, g->encode(a), "encode kernel") ||
             !check(x, cudaMemcpyAsync(x->pinned_flag, dflag, sizeof(uint32_t), cudaMemcpyDeviceToHost, x->stream),
                    "cudaMemcpyAsync (flag)"))
             return abandon(x, c, p, n, blob, cap, plen, "kernel launch");
         src = static_cast<const uint8_t *>(x->payload.p);
+        if (g->variable) { /* the payload length is known on the device only: fetch it first */
+            if (!check(x,
+                       cudaMemcpyAsync(x->pinned_flag + 1, dflag + 1, 2 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                       x->stream),
+                       "cudaMemcpyAsync (length)") ||
+                !finish(x))
+                return abandon(x, c, p, n, blob, cap, plen, "fetching the payload length");
+            const size_t len = x->pinned_flag[1] | static_cast<size_t>(x->pinned_flag[2]) << 32;
+            if (len > payload) return abandon(x, c, p, n, blob, cap, plen, "payload length out of range");
+            payload = len;
+        }
     }
     if (!d2h(x, blob + kBlobHeaderBytes, src, payload) || !finish(x))
         return abandon(x, c, p, n, blob, cap, plen, "copying the payload to the host");
@@ -378,7 +397,7 @@ Status gpu_decode(void *ctx, const uint8_t *blob, size_t avail, size_t n, float 
     q.threads = p.threads;
     const CodecOps *c = x->core->codec_by_id(static_cast<int>(info.codec));
     const GpuCodec *g = gpu_codec(static_cast<int>(info.codec), q);
-    if (!g || !c || (c->flags & CODEC_SPARSE)) return decode_fallback(x, blob, avail, n, data, accumulate, p);
+    if (!g || !c) return decode_fallback(x, blob, avail, n, data, accumulate, p);
 
     const uint8_t *payload = blob + kBlobHeaderBytes;
     if (g->raw_fp32 && !accumulate) {
@@ -390,8 +409,13 @@ Status gpu_decode(void *ctx, const uint8_t *blob, size_t avail, size_t n, float 
         return Status::corrupt;
     }
     bool corrupt = false;
-    const GpuDecodeArgs a{c, static_cast<const uint8_t *>(x->payload.p), payload, info.payload, n, &q, data, accumulate,
-                          x->stream};
+    const size_t work = g->decode_work_bytes ? g->decode_work_bytes(n, q) : 0;
+    if (work && !grow(x, &x->work, work)) {
+        finish(x);
+        return Status::corrupt;
+    }
+    const GpuDecodeArgs a{c,    static_cast<const uint8_t *>(x->payload.p), payload, info.payload, n, &q, data, accumulate,
+                          x->stream, x->work.p};
     const bool launched = check(x, g->decode(a, &corrupt), "decode kernel");
     if (!finish(x) || !launched) return Status::corrupt;
     return corrupt ? Status::corrupt : Status::ok;
@@ -480,6 +504,47 @@ void *ctx_create(const CoreApi *core) {
     return x;
 }
 
+/* Error feedback on the device: the residual of (key, n), zeroed when first seen, and in
+ * *next a device buffer for the new residual; at most kMaxEf buffers are tracked (past
+ * that all are dropped, as the core does with host residuals). nullptr on failure. */
+constexpr size_t kMaxEf = 64;
+
+float *ef_residual(void *ctx, const void *key, size_t n, float **next) {
+    Ctx *x = static_cast<Ctx *>(ctx);
+    if (!x || n == 0) return nullptr;
+    Scope scope(x, key); /* the key is the user's device buffer: binds an unbound context to its device */
+    if (!scope.ok()) return nullptr;
+    const auto k = std::make_pair(reinterpret_cast<uintptr_t>(key), n);
+    auto it = x->ef.find(k);
+    if (it == x->ef.end()) {
+        if (x->ef.size() >= kMaxEf) {
+            if (x->stream) cudaStreamSynchronize(x->stream);
+            for (auto &kv : x->ef) cudaFree(kv.second.res), cudaFree(kv.second.next);
+            x->ef.clear();
+        }
+        Ctx::Ef e;
+        if (!check(x, cudaMalloc(&e.res, n * sizeof(float)), "cudaMalloc (residual)") ||
+            !check(x, cudaMalloc(&e.next, n * sizeof(float)), "cudaMalloc (residual)") ||
+            !check(x, cudaMemsetAsync(e.res, 0, n * sizeof(float), x->stream), "cudaMemsetAsync (residual)") ||
+            !finish(x)) {
+            if (e.res) cudaFree(e.res);
+            if (e.next) cudaFree(e.next);
+            return nullptr;
+        }
+        it = x->ef.emplace(k, e).first;
+    }
+    *next = it->second.next;
+    return it->second.res;
+}
+
+/* The call succeeded: the new residual becomes the residual. */
+void ef_commit(void *ctx, const void *key, size_t n) {
+    Ctx *x = static_cast<Ctx *>(ctx);
+    if (!x) return;
+    auto it = x->ef.find(std::make_pair(reinterpret_cast<uintptr_t>(key), n));
+    if (it != x->ef.end()) std::swap(it->second.res, it->second.next);
+}
+
 void ctx_destroy(void *ctx) {
     Ctx *x = static_cast<Ctx *>(ctx);
     if (!x) return;
@@ -489,8 +554,12 @@ void ctx_destroy(void *ctx) {
         const bool sw = x->device >= 0 && cudaGetDevice(&prev) == cudaSuccess && prev != x->device &&
                         cudaSetDevice(x->device) == cudaSuccess;
         if (x->stream) cudaStreamSynchronize(x->stream);
-        for (DevBuf *b : {&x->payload, &x->parts, &x->flag, &x->slot[0], &x->slot[1], &x->slot[2], &x->slot[3]})
+        for (DevBuf *b : {&x->payload, &x->parts, &x->flag, &x->work, &x->slot[0], &x->slot[1], &x->slot[2], &x->slot[3]})
             if (b->p) cudaFree(b->p);
+        for (auto &kv : x->ef) {
+            if (kv.second.res) cudaFree(kv.second.res);
+            if (kv.second.next) cudaFree(kv.second.next);
+        }
         for (uint8_t *s : x->stage)
             if (s) cudaFreeHost(s);
         if (x->pinned_flag) cudaFreeHost(x->pinned_flag);
@@ -567,9 +636,9 @@ Status model_encode(const CodecOps &c, const CodecParams &p, const float *in, si
                     size_t *len) {
     const GpuCodec *g = gpu_codec(static_cast<int>(c.id), p);
     if (!g || c.check(p) != Status::ok) return Status::unsupported;
-    const size_t need = c.max_payload(n, p);
+    size_t need = c.max_payload(n, p);
     if (cap < need) return Status::invalid_arg;
-    const bool bad = g->encode_host(c, in, n, p, out);
+    const bool bad = g->encode_host_var ? g->encode_host_var(c, in, n, p, out, &need) : g->encode_host(c, in, n, p, out);
     *len = need;
     return bad ? Status::nonfinite : Status::ok;
 }
@@ -591,9 +660,9 @@ const CudaHostModel kModel = {model_encode, model_decode, l2norm_host};
 
 const CudaModule kModule = {
     kCudaModuleAbi, sizeof(CudaModule),
-    CMPI_CUDART_STR ", archs " COMPMPI_CUDA_ARCHS ", kernels: none bitpack fp16 bf16 q8",
+    CMPI_CUDART_STR ", archs " COMPMPI_CUDA_ARCHS ", kernels: none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat",
     &kBackend,      ctx_create,         ctx_destroy, has_kernels, device_count, mem_alloc, mem_free, memcpy_sync,
-    &kModel,
+    &kModel,        ef_residual,        ef_commit,
 };
 
 }  // namespace

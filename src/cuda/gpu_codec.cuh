@@ -23,6 +23,7 @@ struct GpuEncodeArgs {
     uint32_t *bad;   /* device flag, zeroed by the caller: set to 1 if the input held NaN/Inf */
     uint32_t *words; /* kEncodeWords device words, zeroed by the caller (e.g. a max-abs) */
     cudaStream_t stream;
+    void *work = nullptr; /* GpuCodec::work_bytes(n, p) device bytes, 256-byte aligned (contents undefined) */
 };
 
 struct GpuDecodeArgs {
@@ -35,6 +36,7 @@ struct GpuDecodeArgs {
     float *out; /* device floats: written, or added to when add */
     bool add;
     cudaStream_t stream;
+    void *work = nullptr; /* GpuCodec::decode_work_bytes(n, p) device bytes, 256-byte aligned */
 };
 
 struct GpuCodec {
@@ -53,6 +55,15 @@ struct GpuCodec {
     bool (*encode_host)(const CodecOps &c, const float *in, size_t n, const CodecParams &p, uint8_t *out);
     Status (*decode_host)(const CodecOps &c, const uint8_t *in, size_t len, size_t n, const CodecParams &p,
                           float *out, bool add);
+    /* Device workspace an encode needs besides the payload (bucket statistics); nullptr = none. */
+    size_t (*work_bytes)(size_t n, const CodecParams &p) = nullptr;
+    /* Variable-length payloads (sparse forms): encode leaves the payload length in
+     * words[0] (low 32 bits) and words[1] (high 32 bits); the host model's encode is then
+     * encode_host_var, which returns the length too. */
+    bool variable = false;
+    bool (*encode_host_var)(const CodecOps &c, const float *in, size_t n, const CodecParams &p, uint8_t *out,
+                            size_t *len) = nullptr;
+    size_t (*decode_work_bytes)(size_t n, const CodecParams &p) = nullptr;
 };
 
 extern const GpuCodec gpu_codec_none;
@@ -60,6 +71,10 @@ extern const GpuCodec gpu_codec_bitpack;
 extern const GpuCodec gpu_codec_fp16;
 extern const GpuCodec gpu_codec_bf16;
 extern const GpuCodec gpu_codec_q8;
+extern const GpuCodec gpu_codec_terngrad;
+extern const GpuCodec gpu_codec_qsgd;
+extern const GpuCodec gpu_codec_sparse;
+extern const GpuCodec gpu_codec_rangefloat;
 
 /* The table entry for id with kernels for p, or nullptr. */
 const GpuCodec *gpu_codec(int id, const CodecParams &p);

@@ -25,7 +25,7 @@
 
 namespace compmpi {
 
-inline constexpr uint32_t kCudaModuleAbi = 1;
+inline constexpr uint32_t kCudaModuleAbi = 2; /* 2: error-feedback residuals in device memory */
 
 /* The symbol the core resolves; the module exports nothing else. */
 #define COMPMPI_CUDA_MODULE_SYMBOL "compmpi_cuda_module_v1"
@@ -92,6 +92,14 @@ struct CudaModule {
     /* Synchronous copy between any two pointers (cudaMemcpyDefault); 0 on success. */
     int (*memcpy_sync)(void *dst, const void *src, size_t bytes);
     const CudaHostModel *model;
+    /* Error feedback for device buffers (allreduce of lossy codecs): the residual of the
+     * buffer (key, n) in device memory, zeroed when first seen, and in *next a device
+     * buffer of n floats for the algorithm's new residual (CollCtx::ef_res / ef_new). After
+     * a successful call ef_commit makes the new residual current; after a failed one the
+     * old residual stays. Owned by ctx (freed by ctx_destroy); nullptr on failure (the call
+     * then runs without error feedback). */
+    float *(*ef_residual)(void *ctx, const void *key, size_t n, float **next);
+    void (*ef_commit)(void *ctx, const void *key, size_t n);
 };
 
 }  // namespace compmpi

@@ -261,6 +261,28 @@ std::vector<CodecParams> kernel_params(const CodecOps &c) {
             p.threads = 1;
             if (c.check(p) == Status::ok) v.push_back(p);
         }
+    /* the scaled stochastic codecs: levels widths, buckets (below, at and above a 32768-
+     * element statistics segment), clipping, an agreed shared scale */
+    if (c.id == CodecId::terngrad || c.id == CodecId::qsgd) {
+        std::vector<CodecParams> base = v;
+        if (c.id == CodecId::terngrad)
+            for (int b : {3, 5, 8, 9, 12, 16}) {
+                CodecParams p = base.front();
+                p.variant = 2; /* levels */
+                p.bits = static_cast<uint8_t>(b);
+                if (c.check(p) == Status::ok) base.push_back(p);
+            }
+        v.clear();
+        for (const CodecParams &b0 : base)
+            for (uint32_t param : {0u, 64u, 1000u, 40000u})
+                for (int variant = 0; variant < (c.id == CodecId::terngrad ? 3 : 1); ++variant) {
+                    CodecParams p = b0;
+                    p.param = param;
+                    if (variant == 1) p.clip = 2.5f;        /* c sigma clipping */
+                    if (variant == 2) p.shared_scale = 0.7; /* an agreed scaler (used with one bucket) */
+                    if (c.check(p) == Status::ok) v.push_back(p);
+                }
+    }
     return v;
 }
 
@@ -273,6 +295,26 @@ std::vector<const CodecOps *> all_codecs() {
 
 const size_t kSizes[] = {0, 1, 3, 4, 5, 15, 16, 17, 63, 100, 1000, 4097, 70001};
 
+/* Scaled stochastic codecs refuse (nonfinite) a bucket whose scale or levels would
+ * overflow: gradient_data's +-3.4e38 would make every bucket holding them refused, so the
+ * byte comparisons use +-1e30 there (the refusal itself is compared where they stay). */
+void tame(const CodecOps &c, std::vector<float> &x) {
+    if (!(c.flags & CODEC_STOCHASTIC)) return;
+    for (float &v : x)
+        if (std::fabs(v) > 1e30f) v = std::copysign(1e30f, v);
+}
+
+/* Sparse codecs get sparse data: by n % 3, about 2 % (index list), 15 % (bitmap) or 60 %
+ * (dense) of x[off..off+n) stay nonzero; a few zeros become -0.0 (a value, not a zero). */
+void sparsify(const CodecOps &c, std::vector<float> &x, size_t off, size_t n) {
+    if (!(c.flags & CODEC_SPARSE)) return;
+    const uint32_t keep = n % 3 == 0 ? 2 : n % 3 == 1 ? 15 : 60;
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t h = static_cast<uint32_t>((i + 1) * 2654435761u) >> 8;
+        if (h % 100 >= keep) x[off + i] = (h % 997 == 0) ? -0.0f : 0.0f;
+    }
+}
+
 /* ================================================================ cuda_model (host) */
 
 void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
@@ -284,7 +326,11 @@ void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
             for (size_t n : kSizes)
                 for (size_t off : {size_t{0}, size_t{1}}) { /* aligned: vector path; off 1: element path */
                     auto x = gradient_data(n + off, 500 + n);
-                    if (n > 9) x[off + n / 2] = (n & 1) ? NAN : INFINITY; /* half the sizes carry NaN/Inf */
+                    sparsify(*c, x, off, n);
+                    /* NaN/Inf: every unaligned case, and aligned sizes n % 4 == 1 (vector path
+                     * plus tail); the other aligned cases compare bytes of finite data */
+                    if (n > 9 && (off == 1 || n % 4 == 1)) x[off + n / 2] = (n & 1) ? NAN : INFINITY;
+                    else tame(*c, x);
                     const size_t cap = c->max_payload(n, p) + 16;
                     std::vector<uint8_t> ref(cap + 1, 0xCD), got(cap + 1 + off, 0xCD);
                     size_t lr = 0, lg = 0;
@@ -294,8 +340,8 @@ void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
                     if (sr != Status::ok) continue; /* NaN/Inf: the payload is unspecified */
                     assert_int_equal(lg, lr);
                     if (!testutil::same_bytes(ref.data(), got.data() + off, lr))
-                        fail_msg("%s bits=%d variant=%d n=%zu off=%zu: payload differs", c->name, p.bits, p.variant, n,
-                                 off);
+                        fail_msg("%s bits=%d variant=%d param=%u clip=%g shared=%g n=%zu off=%zu: payload differs", c->name,
+                                 p.bits, p.variant, p.param, p.clip, p.shared_scale, n, off);
                     ++checked;
                 }
         }
@@ -347,6 +393,7 @@ void given_decision_sweep_when_host_model_encodes_expect_cpu_bytes(void **) {
     for (const CodecOps *c : all_codecs())
         for (const CodecParams &p : kernel_params(*c)) {
             if (!g_mod->has_kernels(static_cast<int>(c->id), &p)) continue;
+            if ((c->flags & CODEC_STOCHASTIC) && (p.param != 0 || p.clip > 0)) continue; /* one set per width */
             const size_t n = x.size(), cap = c->max_payload(n, p);
             std::vector<uint8_t> ref(cap), got(cap);
             size_t lr = 0, lg = 0;
@@ -368,9 +415,14 @@ void given_host_model_when_decoding_expect_cpu_floats(void **) {
             for (size_t n : kSizes)
                 for (size_t off : {size_t{0}, size_t{1}}) {
                     auto x = gradient_data(n, 900 + n);
+                    sparsify(*c, x, 0, n);
+                    tame(*c, x);
                     std::vector<uint8_t> payload(c->max_payload(n, p) + 1);
                     size_t len = 0;
-                    assert_int_equal(static_cast<int>(c->encode(x.data(), n, p, payload.data(), payload.size(), &len)), 0);
+                    const Status se = c->encode(x.data(), n, p, payload.data(), payload.size(), &len);
+                    if (se != Status::ok)
+                        fail_msg("%s bits=%d variant=%d param=%u shared=%g n=%zu: CPU encode status %d", c->name, p.bits,
+                                 p.variant, p.param, p.shared_scale, n, static_cast<int>(se));
                     auto acc0 = gradient_data(n + off, 77 + n);
                     for (int add = 0; add <= 1; ++add) {
                         std::vector<float> ref = acc0, got = acc0;
@@ -379,8 +431,8 @@ void given_host_model_when_decoding_expect_cpu_floats(void **) {
                         const Status sg = g_mod->model->decode(*c, p, payload.data(), len, n, got.data() + off, add);
                         assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
                         if (!testutil::same_bytes(ref.data(), got.data(), (n + off) * sizeof(float)))
-                            fail_msg("%s bits=%d variant=%d n=%zu off=%zu add=%d: floats differ", c->name, p.bits,
-                                     p.variant, n, off, add);
+                            fail_msg("%s bits=%d variant=%d param=%u n=%zu off=%zu add=%d: floats differ", c->name,
+                                     p.bits, p.variant, p.param, n, off, add);
                     }
                     /* a wrong length is refused like the CPU refuses it */
                     std::vector<float> y(n + 1);
@@ -428,6 +480,9 @@ void given_no_gpu_when_backend_called_expect_clean_failures(void **) {
     assert_null(b.scratch(ctx, 0, 100));
     assert_null(b.scratch(ctx, 7, 100));
     assert_true(std::isnan(b.l2norm(ctx, x.data(), 1000)));
+    float *ef_next = nullptr;
+    assert_null(g_mod->ef_residual(ctx, x.data(), 1000, &ef_next)); /* no device: no residual */
+    g_mod->ef_commit(ctx, x.data(), 1000);                          /* nothing to commit, no crash */
     b.copy(ctx, y.data(), x.data(), 1000); /* logged, no crash */
     assert_null(g_mod->mem_alloc(1024, kMemDevice));
     assert_null(g_mod->mem_alloc(1024, kMemPinned));
@@ -730,6 +785,35 @@ void given_managed_memory_when_encoding_expect_cpu_bytes(void **) {
     assert_true(testutil::same_bytes(ref.data(), got.data(), lr));
 }
 
+/* Device residuals: zero when first seen, the committed new residual comes back for the
+ * same (buffer, n), another n is another residual, a failed call (no commit) keeps the old. */
+void given_gpu_when_error_feedback_expect_residual_lifecycle(void **) {
+    NEED_GPU();
+    Gpu g;
+    const size_t n = 100003;
+    DevMem buf(n * 4, kMemDevice);
+    float *next = nullptr;
+    float *r = g_mod->ef_residual(g.ctx, buf.p, n, &next);
+    assert_non_null(r);
+    assert_non_null(next);
+    assert_ptr_not_equal(r, next);
+    for (float v : g.get(r, n)) assert_true(v == 0.0f && !std::signbit(v));
+    auto x = gradient_data(n, 5);
+    g.put(next, x.data(), n);
+    g_mod->ef_commit(g.ctx, buf.p, n);
+    float *next2 = nullptr;
+    float *r2 = g_mod->ef_residual(g.ctx, buf.p, n, &next2);
+    assert_ptr_equal(r2, next);
+    assert_true(testutil::same_bytes(g.get(r2, n).data(), x.data(), n * 4));
+    /* no commit: the residual stays */
+    assert_ptr_equal(g_mod->ef_residual(g.ctx, buf.p, n, &next2), r2);
+    /* another length of the same buffer: its own zeroed residual */
+    float *r3 = g_mod->ef_residual(g.ctx, buf.p, n - 1, &next2);
+    assert_non_null(r3);
+    assert_ptr_not_equal(r3, r2);
+    for (float v : g.get(r3, n - 1)) assert_true(v == 0.0f);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -764,6 +848,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(given_gpu_when_prepare_expect_cpu_statistic),
         cmocka_unit_test(given_real_allocations_when_classifying_expect_kinds),
         cmocka_unit_test(given_managed_memory_when_encoding_expect_cpu_bytes),
+        cmocka_unit_test(given_gpu_when_error_feedback_expect_residual_lifecycle),
     };
     /* valgrind: `--cpu-only` is clean with --leak-check=full; the full run adds one
      * "possibly lost" TLS vector of a cached thread stack inside glibc (clean with

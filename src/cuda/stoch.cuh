@@ -1,0 +1,258 @@
+/* Device (and host-model) versions of the pieces the scaled stochastic codecs share with
+ * their CPU kernels, with the CPU's exact arithmetic order:
+ *   philox   kernels/common/philox.h: Philox-4x32-10, same keying, same element -> (counter,
+ *            word) mapping, so a GPU rank draws the CPU rank's random words;
+ *   moments  kernels/common/bucket_stats.h: per bucket, segments of kSeg elements from the
+ *            bucket's first element; in a segment element j goes to double lane j % 16,
+ *            summed sequentially; lanes folded by fold16's tree; segments accumulated in
+ *            order. One work item = one (segment, lane) sequential sum; one item per bucket
+ *            folds and accumulates -- the same additions in the same order as the CPU;
+ *   fields   kernels/common/fields.h: b-bit two's complement fields, 8 per b bytes.
+ * All arithmetic is IEEE round-to-nearest, never contracted (cuda_util.cuh). */
+#pragma once
+#include <cfloat>
+#include <cmath>
+
+#include "cuda/cuda_util.cuh"
+
+namespace compmpi::cuda::stoch {
+
+/* ---------------------------------------------------------------- Philox-4x32-10 */
+inline constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+inline constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+
+struct Stream {
+    uint32_t k0, k1, s0, s1;
+};
+inline Stream make_stream(uint64_t seed, uint64_t stream) {
+    return Stream{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(stream),
+                  static_cast<uint32_t>(stream >> 32)};
+}
+
+__host__ __device__ inline uint32_t mulhi32(uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+    return __umulhi(a, b);
+#else
+    return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+#endif
+}
+
+/* The random word of element i (philox::word). */
+__host__ __device__ inline uint32_t word(const Stream &s, uint64_t i) {
+    const uint64_t q = i >> 6, r = i & 63, c = 16 * q + (r & 15);
+    uint32_t c0 = static_cast<uint32_t>(c), c1 = static_cast<uint32_t>(c >> 32), c2 = s.s0, c3 = s.s1;
+    uint32_t k0 = s.k0, k1 = s.k1;
+    for (int rd = 0; rd < 10; ++rd) {
+        if (rd) {
+            k0 += kW0;
+            k1 += kW1;
+        }
+        const uint32_t hi0 = mulhi32(kM0, c0), lo0 = kM0 * c0, hi1 = mulhi32(kM1, c2), lo1 = kM1 * c2;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    const uint32_t l = static_cast<uint32_t>(r >> 4);
+    return l == 0 ? c0 : l == 1 ? c1 : l == 2 ? c2 : c3;
+}
+
+/* ---------------------------------------------------------------- double helpers */
+__host__ __device__ inline double dsub(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+__host__ __device__ inline double ddiv(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __ddiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+__host__ __device__ inline double dsqrt(double a) {
+#ifdef __CUDA_ARCH__
+    return __dsqrt_rn(a);
+#else
+    return std::sqrt(a);
+#endif
+}
+__host__ __device__ inline float d2f(double d) {
+#ifdef __CUDA_ARCH__
+    return __double2float_rn(d);
+#else
+    return static_cast<float>(d);
+#endif
+}
+__host__ __device__ inline float next_toward(float f, float to) {
+#ifdef __CUDA_ARCH__
+    return nextafterf(f, to);
+#else
+    return std::nextafter(f, to);
+#endif
+}
+__host__ __device__ inline float ffloor(float f) {
+#ifdef __CUDA_ARCH__
+    return floorf(f);
+#else
+    return std::floor(f);
+#endif
+}
+/* bstats::float_up: the smallest float >= d (d finite, >= 0); +Inf past FLT_MAX. */
+__host__ __device__ inline float float_up(double d) {
+    float f = d2f(d);
+    if (static_cast<double>(f) < d) f = next_toward(f, INFINITY);
+    return f;
+}
+
+/* ---------------------------------------------------------------- bucket moments */
+inline constexpr size_t kSeg = 1 << 15; /* bstats::kSeg */
+inline constexpr uint32_t kExpBits = 0x7F800000u;
+
+/* bstats::bucket_count */
+__host__ __device__ inline size_t bucket_count(size_t n, size_t B) {
+    if (n == 0) return 0;
+    return B == 0 || B >= n ? 1 : (n + B - 1) / B;
+}
+
+struct Lane {
+    double s, q;
+    float mx;
+    uint32_t bad;
+};
+
+struct Geometry {
+    size_t n, nb, B, spb; /* B: bucket length (n for one bucket); spb: segments per bucket */
+};
+inline Geometry geometry(size_t n, size_t param) {
+    Geometry g;
+    g.n = n;
+    g.nb = bucket_count(n, param);
+    g.B = g.nb <= 1 ? (n ? n : 1) : param;
+    g.spb = (g.B + kSeg - 1) / kSeg;
+    return g;
+}
+inline size_t lane_items(const Geometry &g) { return g.nb * g.spb * 16; }
+
+/* Item (segment, lane): the lane's sequential sums over the segment, as seg_tail adds them. */
+struct LaneBody {
+    const float *x;
+    Geometry g;
+    Lane *lanes;
+    __host__ __device__ bool operator()(size_t item) const {
+        const size_t j = item / 16, lane = item % 16;
+        const size_t b = j / g.spb, k = j % g.spb;
+        const size_t lo = b * g.B + k * kSeg;
+        size_t hi = (b + 1) * g.B;
+        hi = hi < g.n ? hi : g.n;
+        hi = hi < lo + kSeg ? hi : lo + kSeg;
+        double s = 0, q = 0;
+        float mx = 0;
+        uint32_t bad = 0;
+        for (size_t i = lo + lane; i < hi; i += 16) {
+            const float v = x[i];
+            const uint32_t u = f2u(v);
+            bad |= static_cast<uint32_t>((u & kExpBits) == kExpBits);
+            const float a = u2f(u & 0x7FFFFFFFu);
+            mx = a > mx ? a : mx;
+            const double d = v;
+            s = dadd(s, d);
+            q = dadd(q, dmul(d, d));
+        }
+        lanes[item] = Lane{s, q, mx, bad};
+        return false;
+    }
+};
+
+/* bstats::fold16 */
+__host__ __device__ inline double fold16(const double a[16]) {
+    double t8[8], t4[4];
+    for (int j = 0; j < 8; ++j) t8[j] = dadd(a[j], a[j + 8]);
+    for (int j = 0; j < 4; ++j) t4[j] = dadd(t8[j], t8[j + 4]);
+    return dadd(dadd(t4[0], t4[2]), dadd(t4[1], t4[3]));
+}
+
+struct Moments {
+    double sum, sumsq;
+    float maxabs;
+    uint32_t bad;
+};
+
+/* Bucket b's moments from its lanes: fold per segment, accumulate segments in order
+ * (bstats::accumulate onto a zeroed Moments). */
+__host__ __device__ inline Moments bucket_moments(const Lane *lanes, const Geometry &g, size_t b) {
+    Moments m{0, 0, 0, 0};
+    const size_t end = (b + 1) * g.B < g.n ? (b + 1) * g.B : g.n;
+    for (size_t k = 0; k < g.spb; ++k) {
+        if (b * g.B + k * kSeg >= end) break;
+        const Lane *L = lanes + (b * g.spb + k) * 16;
+        double s[16], q[16];
+        float mx = 0;
+        uint32_t bad = 0;
+        for (int l = 0; l < 16; ++l) {
+            s[l] = L[l].s;
+            q[l] = L[l].q;
+            mx = L[l].mx > mx ? L[l].mx : mx;
+            bad |= L[l].bad;
+        }
+        m.sum = dadd(m.sum, fold16(s));
+        m.sumsq = dadd(m.sumsq, fold16(q));
+        m.maxabs = mx > m.maxabs ? mx : m.maxabs;
+        m.bad |= bad;
+    }
+    return m;
+}
+
+/* ---------------------------------------------------------------- fields */
+__host__ __device__ inline size_t field_bytes(size_t n, int b) { return (n * static_cast<size_t>(b) + 7) / 8; }
+
+/* Field group g (8 fields, the last may be short) of b-bit codes code(i) -> b bytes at
+ * out + g*b (bytes(m, b) for a short group): fields::pack_scalar / pack_wide_scalar. */
+template <class CodeFn>
+__host__ __device__ inline void pack_group(size_t g, size_t n, int b, uint8_t *out, const CodeFn &code) {
+    const size_t i0 = 8 * g, m = n - i0 < 8 ? n - i0 : 8;
+    const uint32_t mask = (1u << b) - 1;
+    uint64_t lo = 0, hi = 0; /* a 128-bit little-endian word */
+    for (size_t j = 0; j < m; ++j) {
+        const uint64_t v = static_cast<uint32_t>(code(i0 + j)) & mask;
+        const unsigned bit = static_cast<unsigned>(b * j);
+        if (bit < 64) {
+            lo |= v << bit;
+            if (bit + b > 64) hi |= v >> (64 - bit);
+        } else {
+            hi |= v << (bit - 64);
+        }
+    }
+    uint8_t *o = out + i0 / 8 * b;
+    const size_t nbytes = field_bytes(m, b);
+    for (size_t t = 0; t < nbytes; ++t) o[t] = static_cast<uint8_t>(t < 8 ? lo >> (8 * t) : hi >> (8 * (t - 8)));
+}
+
+/* fields::field */
+__host__ __device__ inline int32_t field(const uint8_t *codes, size_t avail, int b, size_t i) {
+    const size_t bit = i * static_cast<size_t>(b), byte = bit >> 3;
+    uint64_t w = 0;
+    for (size_t t = 0; byte + t < avail && t < 8; ++t) w |= static_cast<uint64_t>(codes[byte + t]) << (8 * t);
+    const uint32_t f = static_cast<uint32_t>(w >> (bit & 7)) & ((1u << b) - 1);
+    return static_cast<int32_t>(f << (32 - b)) >> (32 - b);
+}
+
+/* out[i] (+)= field_i * step[i / B]: fields::decode (unpack_scalar), one element per item. */
+struct FieldDecode {
+    const uint8_t *codes;
+    size_t avail;
+    int b;
+    const float *step; /* per bucket */
+    size_t B;
+    float *out;
+    bool add;
+    __host__ __device__ bool operator()(size_t i) const {
+        const float v = fmul(static_cast<float>(field(codes, avail, b, i)), step[i / B]);
+        out[i] = add ? fadd(out[i], v) : v;
+        return false;
+    }
+};
+
+}  // namespace compmpi::cuda::stoch
