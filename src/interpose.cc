@@ -471,7 +471,9 @@ COMPMPI_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
 
 namespace compmpi {
 namespace {
-int run_nb(const CollArgs &a, CommState &st) { return run_compressed(a, st); }
+/* The blocking compressed path, derived float layouts (packing) included: the worker runs
+ * exactly what dispatch() would run for the same call. */
+int run_nb(const CollArgs &a, CommState &st) { return run_float_view(a, st); }
 }  // namespace
 }  // namespace compmpi
 

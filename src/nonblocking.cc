@@ -295,7 +295,7 @@ int start_one(MPI_Request *req) {
 }  // namespace
 
 #if MPI_VERSION >= 4
-int nb_persistent_init(const CollArgs &a, Coll entry, MPI_Info info, MPI_Request *request, NbRunFn run) noexcept {
+int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *request, NbRunFn run) noexcept {
     const auto pass = [&]() {
         switch (a.kind) {
             case Coll::allreduce:
@@ -434,7 +434,7 @@ void nb_finalize() {
     if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
 }
 
-int nb_start(const CollArgs &a, Coll entry, MPI_Request *request, NbRunFn run) noexcept {
+int nb_start(CollArgs a, Coll entry, MPI_Request *request, NbRunFn run) noexcept {
     try {
         CollStats &cs = stats(entry);
         int reason = -1;

@@ -32,13 +32,13 @@ void nb_finalize();
 
 /* MPI_Iallreduce / MPI_Iallgather / MPI_Ibcast: `a` holds the arguments (a.kind is the
  * blocking collective), `entry` the non-blocking kind for statistics and settings. */
-int nb_start(const CollArgs &a, Coll entry, MPI_Request *request, NbRunFn run) noexcept;
+int nb_start(CollArgs a, Coll entry, MPI_Request *request, NbRunFn run) noexcept;
 
 #if MPI_VERSION >= 4
 /* MPI_Allreduce_init / MPI_Allgather_init / MPI_Bcast_init (MPI-4): plan, state and
  * workspaces set up once here; each MPI_Start runs the compressed algorithm on the progress
  * channel. Not eligible: PMPI_*_init unchanged. */
-int nb_persistent_init(const CollArgs &a, Coll entry, MPI_Info info, MPI_Request *request, NbRunFn run) noexcept;
+int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *request, NbRunFn run) noexcept;
 int nb_start_persistent(MPI_Request *req);
 int nb_startall(int n, MPI_Request *reqs);
 int nb_request_free(MPI_Request *req);
