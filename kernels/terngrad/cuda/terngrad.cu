@@ -35,6 +35,12 @@ struct Scale {
 
 bool tg_supports(const CodecParams &p) {
     if (p.bucket && p.bucket != p.param) return false; /* the CPU refuses it: let it say so */
+    /* The CPU codec now clips at the whole contribution's sigma decided once per call
+     * (p.clip_at, bucket mode included) and rounds the levels variant stochastically
+     * (unbiased allreduce, docs/codecs/terngrad.md); these kernels still follow the earlier
+     * per-bucket sigma and nearest levels. Until they are updated, such calls run the CPU
+     * codec on staged data (same bytes as a CPU rank): docs/gpu.md. */
+    if (p.clip_at > 0 || p.param != 0 || p.variant == terngrad::kLevels) return false;
     if (!(p.shared_scale >= 0) || std::isinf(p.shared_scale)) return false;
     if (p.variant == terngrad::kBase4 || p.variant == terngrad::kBase3) return p.bits == 2;
     return p.variant == terngrad::kLevels && p.bits >= 2 && p.bits <= terngrad::kMaxLevelBits;
