@@ -113,7 +113,7 @@ part_clang() {
     # a preloaded clang build of libcompmpi needs LLVM's OpenMP runtime in the process too
     # (plain MPI programs do not link it)
     local omp
-    omp=$(dirname "$(readlink -f "$(command -v clang-14)")")/../lib/libomp.so.5
+    omp=$(dirname "$rt")/../../../../libomp.so.5  # .../llvm-14/lib/clang/V/lib/linux -> .../llvm-14/lib
     mpi_list_asan "$dir" "$rt $omp" || return 1
     local t out status=0
     rm -rf "$dir/fuzz-run" && mkdir -p "$dir/fuzz-run/artifacts"
