@@ -2,7 +2,9 @@
 # Install what libcompmpi needs on Debian 12 (idempotent; root or sudo).
 #   build:    MPICH and Open MPI (each is called by its own names, mpicc.mpich,
 #             mpicc.openmpi, ...), autotools, OpenMP (gcc), hwloc, FFTW, CMocka, pkg-config
-#   tests:    valgrind
+#   tests:    valgrind; clang 14 with its sanitizer runtimes and LLVM's OpenMP (the ASan/UBSan,
+#             TSan and libFuzzer builds of scripts/test-hardening.sh), gfortran (the Fortran
+#             test program), iproute2 (network namespaces of bench/netem)
 #   examples: OpenBLAS, zlib, the Fashion-MNIST data set, gnuplot; the Python trainer:
 #             Debian's mpi4py (Open MPI), torch, numpy
 # The CUDA toolkit is optional and not installed here (configure finds /usr/local/cuda).
@@ -11,7 +13,7 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
       mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libcmocka-dev
-      valgrind zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
+      valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
       python3-mpi4py python3-torch python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do
