@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 
 #include "backend.h"
 #include "codec.h"
@@ -71,6 +72,15 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
  * every rank, or on none): receives the l2-norm of the root's input, carried in the frame. */
 Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm = nullptr);
 Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n);
+/* Reduce-scatter of encoded blocks (coll/reduce_scatter/reduce_scatter_encoded.cc): in holds
+ * every rank's block, block j = counts[j] floats (zero allowed) after blocks 0..j-1; out
+ * (counts[rank] floats) gets the sum over ranks of this rank's block, accumulated exactly as
+ * phase 1 of the two-phase allreduce does (coll_accumulate). `in` may overlap `out`
+ * (MPI_IN_PLACE): out is written only after every rank agreed the call succeeded.
+ * result_norm (optional): the l2-norm of the whole reduced vector, identical on every rank.
+ * Status::unsupported (on every rank alike, before any exchange): the exchange does not fit
+ * this MPI's counts; the caller runs the exact call. */
+Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t *counts, double *result_norm);
 
 /* ---- helpers shared by the algorithms (coll/coll_util.cc) ---- */
 
@@ -100,6 +110,22 @@ Status coll_shared_scale(CollCtx &c, const float *in, size_t n);
 const float *coll_ef_input(CollCtx &c, const float *in, size_t n);
 /* ef_new[0..n) = src - decode(blob): the part of src this blob failed to carry. */
 void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *src, size_t n, float *ef_new);
+
+/* Codecs whose paper quantises each contribution exactly once and sums the decoded
+ * contributions exactly (q8: Dettmers; qsgd: Alistarh et al., Alg. 1). */
+bool coll_quantise_once(const CodecOps &codec);
+/* Does the owner's own contribution to the chunk (block) it reduces go through the codec
+ * like every other rank's? Yes for stochastic codecs (terngrad, qsgd: every worker's
+ * gradient is quantised, so the sum stays unbiased) and codecs quantised once per
+ * contribution; other codecs (bitpack, fp16, bf16, rangefloat) add it exact. One rule for
+ * every reduction of encoded chunks (two-phase allreduce, reduce-scatter). */
+bool coll_own_encoded(const CodecOps &codec);
+/* acc[0..len) = sum over ranks j = 0..P-1, in rank order, of rank j's contribution to the
+ * chunk this rank owns: the decoded blob(j) (capacity cap), or for j == c.rank with
+ * !own_encoded the exact `own`. Stops at the first blob that fails; returns the flags
+ * (BLOB_NONFINITE / BLOB_ABANDON), 0 when acc holds the sum. */
+uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const float *own, size_t len, float *acc, size_t cap,
+                        const std::function<const uint8_t *(int)> &blob);
 
 /* Turn the union of flags seen by every rank into the collective's Status. */
 Status coll_flag_status(uint8_t flags);

@@ -68,6 +68,26 @@ void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, u
     blob_write_header(out, BlobInfo{c.codec->id, flag, p.bits, p.variant, p.param, n, 0});
 }
 
+bool coll_quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
+
+bool coll_own_encoded(const CodecOps &codec) { return (codec.flags & CODEC_STOCHASTIC) || coll_quantise_once(codec); }
+
+uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const float *own, size_t len, float *acc, size_t cap,
+                        const std::function<const uint8_t *(int)> &blob) {
+    uint8_t flags = 0;
+    for (int j = 0; j < c.size && !flags; ++j) {
+        if (j == c.rank && !own_encoded) {
+            if (j == 0) c.be->copy(c.be_ctx, acc, own, len);
+            else c.be->add(c.be_ctx, acc, own, len);
+        } else {
+            Status s = c.be->decode(c.be_ctx, blob(j), cap, len, acc, j > 0, c.params);
+            if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
+            else if (s != Status::ok) flags |= BLOB_ABANDON;
+        }
+    }
+    return flags;
+}
+
 Status coll_flag_status(uint8_t flags) {
     if (flags & BLOB_ABANDON) return Status::corrupt;
     if (flags & BLOB_NONFINITE) return Status::nonfinite;

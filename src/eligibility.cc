@@ -35,6 +35,19 @@ bool is_float(CollArgs &a) {
             }
             break;
         }
+        case Coll::reduce_scatter_block:
+        case Coll::reduce_scatter: {
+            /* MPI_SUM on predefined types only, as allreduce; the input is every rank's block */
+            if (!float_predefined(a.datatype)) return false;
+            int p = 0;
+            if (PMPI_Comm_size(a.comm, &p) != MPI_SUCCESS) return false;
+            for (int j = 0; j < p; ++j) {
+                const MPI_Count k = coll_block_count(a, j);
+                if (k < 0) return false;
+                elems += k;
+            }
+            break;
+        }
         default: return false;
     }
 #ifndef HAVE_MPI_LARGE_COUNT
@@ -43,7 +56,7 @@ bool is_float(CollArgs &a) {
     a.elems = elems;
     return true;
 }
-bool is_sum(CollArgs &a) { return a.kind != Coll::allreduce || a.op == MPI_SUM; }
+bool is_sum(CollArgs &a) { return (a.kind != Coll::allreduce && !coll_is_reduce_scatter(a.kind)) || a.op == MPI_SUM; }
 bool non_empty(CollArgs &a) { return coll_elements(a) > 0; }
 /* sendbuf == recvbuf without MPI_IN_PLACE is erroneous: let MPI report it. */
 bool no_alias(CollArgs &a) { return a.kind == Coll::bcast || a.sendbuf != a.recvbuf; }
@@ -53,7 +66,9 @@ bool several_ranks(const CollArgs &, const CommState &st) { return st.size > 1; 
 bool agreed(const CollArgs &, const CommState &st) { return !st.mismatch; }
 bool coll_enabled(const CollArgs &a, const CommState &st) {
     int bit = a.kind == Coll::allreduce ? coll_kind::allreduce
-              : a.kind == Coll::allgather ? coll_kind::allgather : coll_kind::bcast;
+              : a.kind == Coll::allgather ? coll_kind::allgather
+              : a.kind == Coll::reduce_scatter_block ? coll_kind::reduce_scatter_block
+              : a.kind == Coll::reduce_scatter ? coll_kind::reduce_scatter : coll_kind::bcast;
     return (st.settings.collectives >> bit) & 1u;
 }
 bool codec_on(const CollArgs &, const CommState &st) { return st.settings.codec != static_cast<int>(CodecId::none); }
@@ -94,6 +109,12 @@ static_assert(kNumPre + kNumState + kNumOther <= kMaxReasons, "raise kMaxReasons
 MPI_Count coll_elements(const CollArgs &a) {
     if (a.elems >= 0) return a.elems;
     return a.kind == Coll::allgather ? a.recvcount : a.count;
+}
+
+MPI_Count coll_block_count(const CollArgs &a, int j) {
+    if (a.kind == Coll::reduce_scatter_block) return a.count;
+    if (a.recvcounts_c) return a.recvcounts_c[j];
+    return a.recvcounts ? a.recvcounts[j] : 0;
 }
 
 int eligibility_precheck(CollArgs &a) {
@@ -372,6 +393,9 @@ int float_view_begin(const CollArgs &a, int rank, int nranks, FloatView *v, bool
     v->args.key = a.key ? a.key : a.recvbuf;
     v->unpack = false;
     v->nranks = nranks;
+    /* predefined float types only, as allreduce: used in place, arguments unchanged (the
+     * exact fallback needs the caller's recvcount / recvcounts) */
+    if (coll_is_reduce_scatter(a.kind)) return MPI_SUCCESS;
     const MPI_Count n = coll_elements(a);
     CollArgs &b = v->args;
     b.count = n;

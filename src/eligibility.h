@@ -16,7 +16,7 @@ struct CollArgs {
     Coll kind;
     const void *sendbuf;
     void *recvbuf;           /* bcast: the buffer */
-    MPI_Count count;         /* allreduce/bcast: count; allgather: sendcount */
+    MPI_Count count;         /* allreduce/bcast: count; allgather: sendcount; reduce_scatter_block: recvcount */
     MPI_Count recvcount;     /* allgather only */
     MPI_Datatype datatype;   /* allreduce/bcast: datatype; allgather: sendtype */
     MPI_Datatype recvtype;   /* allgather only */
@@ -30,6 +30,10 @@ struct CollArgs {
     /* The user's receive buffer when recvbuf points into a packed copy (FloatView): the
      * key of per-buffer state (awp, error feedback). nullptr: recvbuf itself. */
     const void *key = nullptr;
+    /* reduce_scatter only: the block of each rank, as the entry point gave them (int or
+     * MPI_Count array; the other is nullptr) */
+    const int *recvcounts = nullptr;
+    const MPI_Count *recvcounts_c = nullptr;
 };
 
 /* Rules that need no communicator state; -1 if all pass, else the reason index. Sets
@@ -41,8 +45,12 @@ const char *eligibility_reason_name(int reason);
 /* Reason index for failures decided outside the table. */
 int eligibility_reason(const char *name);
 
-/* Number of floats this rank encodes for the call (allgather: its block). */
+/* Number of floats this rank encodes for the call (allgather: its block; reduce-scatter:
+ * its whole input, every rank's block). */
 MPI_Count coll_elements(const CollArgs &a);
+/* Reduce-scatter: floats of rank j's block (recvcount, or recvcounts[j]). */
+MPI_Count coll_block_count(const CollArgs &a, int j);
+inline bool coll_is_reduce_scatter(Coll k) { return k == Coll::reduce_scatter_block || k == Coll::reduce_scatter; }
 
 /* ---- Datatypes, decided by type signature (what MPI makes every rank share).
  * A call is eligible when its signature is a run of 4-byte IEEE floats: MPI_FLOAT, or

@@ -34,6 +34,10 @@ int passthrough(const CollArgs &a) {
             case Coll::allgather:
                 return PMPI_Allgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
             case Coll::bcast: return PMPI_Bcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm);
+            case Coll::reduce_scatter_block:
+                return PMPI_Reduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
+            case Coll::reduce_scatter:
+                return PMPI_Reduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm);
             default: break;
         }
     }
@@ -45,6 +49,10 @@ int passthrough(const CollArgs &a) {
             return PMPI_Allgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                   static_cast<int>(a.recvcount), a.recvtype, a.comm);
         case Coll::bcast: return PMPI_Bcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm);
+        case Coll::reduce_scatter_block:
+            return PMPI_Reduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
+        case Coll::reduce_scatter:
+            return PMPI_Reduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm);
         default: return MPI_ERR_INTERN;
     }
 }
@@ -85,6 +93,7 @@ bool hierarchy(CommState &st, MPI_Comm comm, HierComms *h) {
 /* The compressed path; the caller holds st.mu. */
 size_t result_elements(const CollArgs &a, const CommState &st) {
     const size_t n = static_cast<size_t>(coll_elements(a));
+    if (coll_is_reduce_scatter(a.kind)) return static_cast<size_t>(coll_block_count(a, st.rank));
     return a.kind == Coll::allgather ? n * static_cast<size_t>(st.size) : n;
 }
 
@@ -92,7 +101,9 @@ size_t result_elements(const CollArgs &a, const CommState &st) {
  * after): for a mix of host and device buffers, and for exact fallbacks when MPI is not
  * CUDA-aware (Debian's MPICH is not). */
 template <class F> int with_host_copies(const CollArgs &a, const CommState &st, const CudaModule &m, F &&fn) {
-    const size_t n_in = static_cast<size_t>(coll_elements(a)), n_out = result_elements(a, st);
+    const size_t n_in = static_cast<size_t>(coll_elements(a));
+    /* reduce-scatter in place: the receive buffer holds the whole input */
+    const size_t n_out = coll_is_reduce_scatter(a.kind) && a.sendbuf == MPI_IN_PLACE ? n_in : result_elements(a, st);
     const bool send_dev = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf);
     const bool recv_dev = cuda_is_device_ptr(a.recvbuf);
     CollArgs b = a;
@@ -233,6 +244,23 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             break;
         }
         case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root, plan.awp ? &root_norm : nullptr); break;
+        case Coll::reduce_scatter_block:
+        case Coll::reduce_scatter: {
+            /* awp observes the norm of the whole reduced vector (agreed in the collective):
+             * each rank holds a different block, but the decision must be the same */
+            const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
+            std::vector<size_t> counts(static_cast<size_t>(st.size));
+            for (int j = 0; j < st.size; ++j) counts[j] = static_cast<size_t>(coll_block_count(a, j));
+            s = coll_reduce_scatter(c, in, out, counts.data(), plan.awp ? &root_norm : nullptr);
+            /* the exchange does not fit this MPI's counts: decided alike on every rank before
+             * anything was sent, so every rank runs the exact call */
+            if (s == Status::unsupported) {
+                ++st.calls;
+                cs.passthrough++;
+                return exact();
+            }
+            break;
+        }
         default: s = Status::unsupported;
     }
     ++st.calls;
@@ -248,7 +276,9 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             /* whose norm (docs/design.md): bcast, the root's fp32 input carried in the frame;
              * allreduce/allgather, the result, bit-identical on every rank */
             if (plan.awp)
-                policy_observe(st, plan, a.kind == Coll::bcast ? root_norm : c.be->l2norm(c.be_ctx, out, result_n));
+                policy_observe(st, plan, a.kind == Coll::bcast || coll_is_reduce_scatter(a.kind)
+                                             ? root_norm
+                                             : c.be->l2norm(c.be_ctx, out, result_n));
             if (c.restore_n) c.be->copy(c.be_ctx, c.restore_dst, c.restore_src, c.restore_n);
             return MPI_SUCCESS;
         case Status::nonfinite:
@@ -347,6 +377,17 @@ CollArgs args_allgather(const void *s, MPI_Count sn, MPI_Datatype st, void *r, M
 }
 CollArgs args_bcast(void *b, MPI_Count n, MPI_Datatype t, int root, MPI_Comm comm, bool large) {
     return CollArgs{Coll::bcast, nullptr, b, n, 0, t, MPI_DATATYPE_NULL, MPI_OP_NULL, root, comm, large};
+}
+CollArgs args_reduce_scatter_block(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                                   bool large) {
+    return CollArgs{Coll::reduce_scatter_block, s, r, n, 0, t, MPI_DATATYPE_NULL, op, 0, comm, large};
+}
+CollArgs args_reduce_scatter(const void *s, void *r, const int *counts, const MPI_Count *counts_c, MPI_Datatype t,
+                             MPI_Op op, MPI_Comm comm) {
+    CollArgs a{Coll::reduce_scatter, s, r, 0, 0, t, MPI_DATATYPE_NULL, op, 0, comm, counts_c != nullptr};
+    a.recvcounts = counts;
+    a.recvcounts_c = counts_c;
+    return a;
 }
 
 /* Hints: validate ours before MPI sees the call; MPICH drops keys it does not know, so
@@ -580,5 +621,29 @@ COMPMPI_EXPORT int MPI_Testsome(int incount, MPI_Request *requests, int *outcoun
     int rc = PMPI_Testsome(incount, s.reqs.data(), outcount, indices, statuses);
     s.finish();
     return rc;
+}
+#endif
+
+/* ---- reduce-scatter (coll/reduce_scatter/) ---- */
+
+COMPMPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                            MPI_Op op, MPI_Comm comm) {
+    return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false));
+}
+
+COMPMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+    return dispatch(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm));
+}
+
+#ifdef HAVE_MPI_LARGE_COUNT
+COMPMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+    return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true));
+}
+
+COMPMPI_EXPORT int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+    return dispatch(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm));
 }
 #endif

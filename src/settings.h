@@ -87,6 +87,8 @@ inline constexpr int ibcast = enum_value(SettingId::collectives, "ibcast");
 inline constexpr int allreduce_init = enum_value(SettingId::collectives, "allreduce_init");
 inline constexpr int allgather_init = enum_value(SettingId::collectives, "allgather_init");
 inline constexpr int bcast_init = enum_value(SettingId::collectives, "bcast_init");
+inline constexpr int reduce_scatter_block = enum_value(SettingId::collectives, "reduce_scatter_block");
+inline constexpr int reduce_scatter = enum_value(SettingId::collectives, "reduce_scatter");
 }  // namespace coll_kind
 
 using setting_ENUM = int32_t;   /* index into allowed */

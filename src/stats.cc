@@ -24,6 +24,8 @@ const char *coll_name(Coll c) {
         case Coll::allreduce_init: return "allreduce_init";
         case Coll::allgather_init: return "allgather_init";
         case Coll::bcast_init: return "bcast_init";
+        case Coll::reduce_scatter_block: return "reduce_scatter_block";
+        case Coll::reduce_scatter: return "reduce_scatter";
         default: return "?";
     }
 }

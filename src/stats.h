@@ -16,7 +16,8 @@ namespace compmpi {
 /* The blocking collectives, then the non-blocking entry points (src/nonblocking.h): the
  * same order as the `collectives` setting's list, so a kind's bit is its value. */
 enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, iallreduce = 3, iallgather = 4, ibcast = 5,
-                      allreduce_init = 6, allgather_init = 7, bcast_init = 8, count_ };
+                      allreduce_init = 6, allgather_init = 7, bcast_init = 8,
+                      reduce_scatter_block = 9, reduce_scatter = 10, count_ };
 const char *coll_name(Coll c);
 
 /* Reasons a call passes through; the eligibility table (src/eligibility.cc) names them. */

@@ -130,3 +130,7 @@ endif
 MPITEST_PROGS += tests/mpi/t_nonblocking
 tests_mpi_t_nonblocking_SOURCES = tests/mpi/t_nonblocking.c tests/mpi/mpitest.h
 tests_mpi_t_nonblocking_LDADD = $(COMPMPI_LA) -lm
+# reduce-scatter (coll/reduce_scatter/): preloaded plain program
+MPITEST_PROGS += tests/mpi/t_plain_reduce_scatter
+tests_mpi_t_plain_reduce_scatter_SOURCES = tests/mpi/t_plain_reduce_scatter.c tests/mpi/mpitest.h
+tests_mpi_t_plain_reduce_scatter_LDADD = -lm

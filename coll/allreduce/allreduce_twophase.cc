@@ -88,8 +88,9 @@ void poke(MPI_Request *req) {
  * every processor sums the decoded ones). Two phases re-encode a partial sum in phase 2,
  * a second quantisation; these codecs take the allgather path instead whenever it moves no
  * more bytes (docs/codecs/q8.md "In MPI_Allreduce", docs/codecs/qsgd.md). (A codec-table
- * flag would be the place for this; kernels/q8 belongs to another branch.) */
-bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
+ * flag would be the place for this; kernels/q8 belongs to another branch.) The rule is
+ * coll_quantise_once (coll/coll_util.cc), shared with the reduce-scatter. */
+bool quantise_once(const CodecOps &codec) { return coll_quantise_once(codec); }
 
 /* Allgather of whole-buffer blobs: every rank encodes its whole contribution once (one
  * scale for the buffer), the ranks allgather the P blobs (dense codec: fixed stride, flags in
@@ -157,7 +158,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     /* every contribution is quantised, the owner's chunk too, for stochastic codecs (terngrad,
      * qsgd: each worker's gradient is quantised, paper eq. 1-4 / Alg. 1) and for codecs
      * quantised once per contribution; other codecs keep the owner's chunk exact */
-    const bool own_encoded = (c.codec->flags & CODEC_STOCHASTIC) || quantise_once(*c.codec);
+    const bool own_encoded = coll_own_encoded(*c.codec); /* shared with the reduce-scatter */
 
     /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */
     const uint64_t seg_bytes = c.st->settings.chunk_bytes;
@@ -219,17 +220,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         uint8_t flags = 0;
         {
             ScopedTimer t(c.stats->ns_decode);
-            for (int j = 0; j < P && !flags; ++j) {
-                if (j == r && !own_encoded) {
-                    if (j == 0) c.be->copy(c.be_ctx, acc, src + g.lo + lo_r, len_r);
-                    else c.be->add(c.be_ctx, acc, src + g.lo + lo_r, len_r);
-                } else {
-                    const uint8_t *blob = j == r ? g.send + S * r : g.recv + S * j;
-                    Status s = c.be->decode(c.be_ctx, blob, S, len_r, acc, j > 0, c.params);
-                    if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
-                    else if (s != Status::ok) flags |= BLOB_ABANDON;
-                }
-            }
+            flags = coll_accumulate(c, own_encoded, src + g.lo + lo_r, len_r, acc, S,
+                                    [&](int j) -> const uint8_t * { return j == r ? g.send + S * r : g.recv + S * j; });
         }
         uint8_t *mine = g.slots + S2 * r;
         {

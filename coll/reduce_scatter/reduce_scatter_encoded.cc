@@ -1,0 +1,181 @@
+/* Compressed reduce-scatter (MPI_Reduce_scatter_block, MPI_Reduce_scatter): phase 1 of the
+ * two-phase allreduce (coll/allreduce/allreduce_twophase.cc) on the caller's blocks.
+ *
+ *   exchange (alltoall / alltoallv of blobs)   rank r receives E(x_j[r]) from every j
+ *       r0: E(x0[0]) E(x0[1]) ...  ──►          out_r = sum over j = 0..P-1 in rank order of
+ *       r1: E(x1[0]) E(x1[1]) ...  ──►                  D(E(x_j[r]))                 (fp32)
+ *   agreement (allgather of 16 bytes per rank)  {flags, |out_r|^2} of every rank
+ *
+ * The owner's own block x_r[r] is treated by the allreduce's rule (coll_own_encoded): encoded
+ * and decoded like the others for stochastic codecs (terngrad, qsgd) and codecs quantised
+ * once per contribution (q8), so E[out_r] is the sum of the contributions; added exact for
+ * the others. The accumulation itself is the allreduce's (coll_accumulate). Codecs with a
+ * shared scale agree on it over the whole input first (terngrad's scaler and clip threshold,
+ * as in the allreduce).
+ *
+ * Block sizes. MPI_Reduce_scatter_block: every blob slot the same, MPI's tuned alltoall.
+ * MPI_Reduce_scatter: block j travels as a blob of blob_max_bytes(counts[j]) (rounded to 64
+ * bytes) in an alltoallv; every rank knows every size from recvcounts, so nothing is
+ * exchanged to learn them and no slot is padded to the largest block. Zero-count blocks
+ * send nothing.
+ *
+ * A NaN/Inf in an own block added exact is caught by the l2-norm of the sum (not finite).
+ * Why the agreement: a flag (NaN/Inf in some rank's data, or a blob that fails to decode)
+ * is seen only by the receiver of the flagged blob, not by every rank as in the allreduce
+ * (whose phase 2 carries the owners' flags to everybody). The allgather of one {flags,
+ * sum of squares} pair per rank lets every rank learn the union of flags, so that every rank
+ * falls back to the exact PMPI call together, and gives every rank the same l2-norm of the
+ * whole reduced vector (summed in rank order) for the awp policy, whose decisions must be
+ * identical on all ranks while each rank holds a different block.
+ *
+ * `out` is written only after the agreement, so `in` may overlap it (MPI_IN_PLACE: the
+ * input is the receive buffer) and the exact fallback still finds the input intact.
+ * Traffic per rank ~ (n - counts[r]) * 4 / ratio bytes + 16 (P-1), like an exact pairwise
+ * reduce-scatter at the codec's ratio. */
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "coll.h"
+
+namespace compmpi {
+
+namespace {
+
+Status check(CollCtx &c, int rc) {
+    if (rc == MPI_SUCCESS) return Status::ok;
+    c.mpi_err = rc;
+    return Status::mpi_error;
+}
+
+/* Exchange blobs: to rank j, send[soff[j] .. + ssz[j]); from rank j, S_r bytes into
+ * recv + j * S_r. ssz[r] is not sent (the own blob, if any, is read from send). */
+Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<size_t> &soff,
+                const std::vector<size_t> &ssz, uint8_t *recv, size_t Sr, bool large) {
+    const int P = c.size, r = c.rank;
+    ScopedTimer t(c.stats->ns_comm);
+    if (equal) { /* fixed stride: MPI's tuned alltoall (the self slot is copied, unused) */
+        const size_t S = ssz[0];
+        if (!large)
+            return check(c, PMPI_Alltoall(send, static_cast<int>(S), MPI_BYTE, recv, static_cast<int>(S), MPI_BYTE,
+                                          c.comm));
+#ifdef HAVE_MPI_LARGE_COUNT
+        return check(c, PMPI_Alltoall_c(send, static_cast<MPI_Count>(S), MPI_BYTE, recv, static_cast<MPI_Count>(S),
+                                        MPI_BYTE, c.comm));
+#else
+        return Status::unsupported;
+#endif
+    }
+    if (!large) {
+        std::vector<int> sc(P), sd(P), rc(P), rd(P);
+        for (int j = 0; j < P; ++j) {
+            sc[j] = j == r ? 0 : static_cast<int>(ssz[j]);
+            sd[j] = static_cast<int>(soff[j]);
+            rc[j] = j == r ? 0 : static_cast<int>(Sr);
+            rd[j] = static_cast<int>(Sr * static_cast<size_t>(j));
+        }
+        return check(c, PMPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                       c.comm));
+    }
+#ifdef HAVE_MPI_LARGE_COUNT
+    std::vector<MPI_Count> sc(P), rc(P);
+    std::vector<MPI_Aint> sd(P), rd(P);
+    for (int j = 0; j < P; ++j) {
+        sc[j] = j == r ? 0 : static_cast<MPI_Count>(ssz[j]);
+        sd[j] = static_cast<MPI_Aint>(soff[j]);
+        rc[j] = j == r ? 0 : static_cast<MPI_Count>(Sr);
+        rd[j] = static_cast<MPI_Aint>(Sr * static_cast<size_t>(j));
+    }
+    return check(c, PMPI_Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                     c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
+}  // namespace
+
+Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t *counts, double *result_norm) {
+    const int P = c.size, r = c.rank;
+    c.params.nranks = P;
+    std::vector<size_t> off(P), ssz(P), soff(P);
+    size_t n = 0, send_total = 0, slot_max = 0;
+    bool equal = true;
+    for (int j = 0; j < P; ++j) {
+        off[j] = n;
+        n += counts[j];
+        equal = equal && counts[j] == counts[0];
+        ssz[j] = counts[j] ? (blob_max_bytes(*c.codec, counts[j], c.params) + 63) / 64 * 64 : 0;
+        soff[j] = send_total;
+        send_total += ssz[j];
+        slot_max = std::max(slot_max, ssz[j]);
+    }
+    const size_t Sr = ssz[r], len_r = counts[r];
+    /* the same answer on every rank: every rank knows every block size */
+    const bool large = send_total > INT_MAX || slot_max * static_cast<size_t>(P) > INT_MAX;
+#ifndef HAVE_MPI_LARGE_COUNT
+    if (large) return Status::unsupported;
+#endif
+
+    CMPI_CHECK(coll_shared_scale(c, in, n)); /* once per call, on the whole input */
+    const bool own_encoded = coll_own_encoded(*c.codec);
+    uint8_t *send = c.st->ws_send.get(std::max<size_t>(send_total, 64));
+    uint8_t *recv = c.st->ws_recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
+    float *acc = c.be->scratch(c.be_ctx, 0, std::max<size_t>(len_r, 1));
+    if (!send || !recv || !acc) return Status::no_memory;
+
+    uint8_t flags = 0;
+    {
+        ScopedTimer t(c.stats->ns_encode);
+        for (int j = 0; j < P; ++j) {
+            if (!counts[j] || (j == r && !own_encoded)) continue;
+            CodecParams p = c.params;
+            p.stream = rng_stream(r, c.st->calls, 1, j);
+            flags |= coll_encode(c, p, in + off[j], counts[j], send + soff[j], ssz[j]);
+        }
+    }
+    for (int j = 0; j < P; ++j)
+        if (j != r) {
+            c.stats->bytes_wire += ssz[j];
+            c.stats->bytes_uncompressed_wire += counts[j] * sizeof(float);
+        }
+    CMPI_CHECK(exchange(c, equal, send, soff, ssz, recv, Sr, large));
+
+    double sumsq = 0;
+    if (len_r) {
+        ScopedTimer t(c.stats->ns_decode);
+        flags |= coll_accumulate(c, own_encoded, in + off[r], len_r, acc, Sr, [&](int j) -> const uint8_t * {
+            return j == r ? send + soff[r] : recv + Sr * static_cast<size_t>(j);
+        });
+        /* a NaN/Inf in the own block added exact (no blob flags it), or a sum that overflowed:
+         * the norm is not finite, and the call falls back like a flagged blob */
+        if (!flags) {
+            const double nr = c.be->l2norm(c.be_ctx, acc, len_r);
+            if (!std::isfinite(nr)) flags |= BLOB_NONFINITE;
+            else sumsq = nr * nr;
+        }
+    }
+
+    /* agreement: every rank's flags and sum of squares, the same P pairs everywhere */
+    std::vector<double> all(2 * static_cast<size_t>(P));
+    all[2 * r] = flags;
+    all[2 * r + 1] = sumsq;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        CMPI_CHECK(check(c, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.data(), 2, MPI_DOUBLE, c.comm)));
+    }
+    c.stats->bytes_wire += 2 * sizeof(double) * static_cast<size_t>(P - 1);
+    uint8_t any = 0;
+    double total = 0;
+    for (int j = 0; j < P; ++j) {
+        any |= static_cast<uint8_t>(all[2 * j]);
+        total += all[2 * j + 1];
+    }
+    CMPI_CHECK(coll_flag_status(any));
+    if (len_r) c.be->copy(c.be_ctx, out, acc, len_r);
+    if (result_norm) *result_norm = std::sqrt(total);
+    return Status::ok;
+}
+
+}  // namespace compmpi

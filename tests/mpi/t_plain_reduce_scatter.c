@@ -1,0 +1,225 @@
+/* A plain MPI program: MPI_Reduce_scatter_block and MPI_Reduce_scatter of floats with MPI_SUM
+ * (and, with MPI-4, their _c forms), run with libcompmpi preloaded.
+ *
+ * Every run checks, on every rank, against MPI's own result (PMPI) of the same data:
+ *   - block and vector forms (blocks of different sizes, zero counts), in place and not;
+ *   - in place gives the same bits as out of place; the send buffer is never written;
+ *   - a NaN/Inf in one rank's data (in any block): every rank's result is MPI's, bit for bit;
+ *   - non-float data (double, int) and other ops (MPI_MAX): MPI's result bit for bit;
+ *   - below min_bytes: MPI's result bit for bit.
+ * Arguments:
+ *   tol=X      normwise: |y - exact|_2 <= X |exact|_2 for every compressed block;
+ *   bits=B     bitpack at B bits, truncation (COMPMPI_CODEC=bitpack COMPMPI_BITS=B): every
+ *              element equals the recomputation of the algorithm (each rank's data is known
+ *              here): sum over ranks j in rank order of trunc_B(x_j), rank r's own block
+ *              exact -- phase 1 of the two-phase allreduce -- and some element differs from
+ *              the exact sum (the call was compressed);
+ *   ar         with bits=B and COMPMPI_CHUNK_BYTES=0: the compressed MPI_Allreduce of the same
+ *              data (chunks = the blocks) holds trunc_B(y) in block r;
+ *   --all-exact  every result equals MPI's bit for bit (compression off). */
+#include "mpitest.h"
+
+static int rank, size;
+static double tol = -1;
+static int bits = 0, ar = 0, all_exact = 0;
+
+static float trunc_bits(float v, int b) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u &= b >= 32 ? 0xFFFFFFFFu : ~(0xFFFFFFFFu >> b);
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+/* x of rank j, element i of the whole input (every rank can compute any rank's data) */
+static float xval(uint64_t seed, int j, size_t i) { return mt_value(seed, j, i); }
+
+/* y: this rank's result (count floats at offset off of the input); z: MPI's exact result. */
+static void check_block(const char *what, uint64_t seed, const float *y, const float *z, size_t off, size_t count) {
+    if (all_exact) {
+        MT_CHECK(memcmp(y, z, count * sizeof(float)) == 0, "%s: differs from MPI's result", what);
+        return;
+    }
+    if (tol >= 0) {
+        double e = 0, s = 0;
+        for (size_t i = 0; i < count; ++i) e += ((double)y[i] - z[i]) * ((double)y[i] - z[i]), s += (double)z[i] * z[i];
+        MT_CHECK(sqrt(e) <= tol * sqrt(s), "%s: error %g > %g of |exact|", what, sqrt(e / (s > 0 ? s : 1)), tol);
+    }
+    if (bits) {
+        size_t wrong = 0, differ = 0;
+        for (size_t i = 0; i < count; ++i) {
+            float acc = 0;
+            for (int j = 0; j < size; ++j) {
+                float v = xval(seed, j, off + i);
+                float d = j == rank ? v : trunc_bits(v, bits);
+                acc = j == 0 ? d : acc + d;
+            }
+            wrong += memcmp(&acc, &y[i], 4) != 0;
+            differ += y[i] != z[i];
+        }
+        MT_CHECK(wrong == 0, "%s: %zu of %zu elements differ from the recomputed sum of truncated contributions",
+                 what, wrong, count);
+        MT_CHECK(count < 64 || differ > 0, "%s: result equals the exact sum: not compressed?", what);
+    }
+}
+
+static void fill(float *x, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; ++i) x[i] = xval(seed, rank, i);
+}
+
+/* Block form: b floats per rank. */
+static void test_block(size_t b, uint64_t seed) {
+    const size_t n = b * (size_t)size;
+    float *x = malloc(n * 4), *keep = malloc(n * 4), *y = malloc(b * 4 + 4), *z = malloc(b * 4 + 4);
+    float *inpl = malloc(n * 4);
+    fill(x, n, seed);
+    memcpy(keep, x, n * 4);
+    MPI_Reduce_scatter_block(x, y, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter_block(x, z, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(x, keep, n * 4) == 0, "block %zu: send buffer written", b);
+    char what[64];
+    snprintf(what, sizeof what, "block b=%zu", b);
+    check_block(what, seed, y, z, b * (size_t)rank, b);
+    /* in place: the input is the receive buffer; same bits as out of place */
+    memcpy(inpl, x, n * 4);
+    MPI_Reduce_scatter_block(MPI_IN_PLACE, inpl, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(inpl, y, b * 4) == 0, "block %zu in place differs from out of place", b);
+    if (ar && bits && b % 16 == 0) { /* the allreduce's chunks are these blocks */
+        float *a = malloc(n * 4);
+        MPI_Allreduce(x, a, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        size_t wrong = 0;
+        for (size_t i = 0; i < b; ++i) {
+            float t = trunc_bits(y[i], bits);
+            wrong += memcmp(&t, &a[b * (size_t)rank + i], 4) != 0;
+        }
+        MT_CHECK(wrong == 0, "block %zu: %zu elements of trunc(y) differ from the compressed allreduce's block", b,
+                 wrong);
+        free(a);
+    }
+#if MPI_VERSION >= 4
+    float *yc = malloc(b * 4 + 4);
+    MPI_Reduce_scatter_block_c(x, yc, (MPI_Count)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(yc, y, b * 4) == 0, "block %zu: the _c form differs", b);
+    free(yc);
+#endif
+    free(x), free(keep), free(y), free(z), free(inpl);
+}
+
+/* Vector form: counts differ by rank, some are zero. */
+static void test_vector(const int *counts, uint64_t seed) {
+    size_t n = 0, off = 0;
+    for (int j = 0; j < size; ++j) {
+        if (j == rank) off = n;
+        n += (size_t)counts[j];
+    }
+    const size_t cr = (size_t)counts[rank];
+    float *x = malloc(n * 4 + 4), *keep = malloc(n * 4 + 4), *y = malloc(cr * 4 + 4), *z = malloc(cr * 4 + 4);
+    float *inpl = malloc(n * 4 + 4);
+    fill(x, n, seed);
+    memcpy(keep, x, n * 4);
+    MPI_Reduce_scatter(x, y, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter(x, z, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(x, keep, n * 4) == 0, "vector: send buffer written");
+    char what[96];
+    snprintf(what, sizeof what, "vector n=%zu rank block %zu", n, cr);
+    check_block(what, seed, y, z, off, cr);
+    memcpy(inpl, x, n * 4);
+    MPI_Reduce_scatter(MPI_IN_PLACE, inpl, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(inpl, y, cr * 4) == 0, "vector in place differs from out of place");
+#if MPI_VERSION >= 4
+    MPI_Count *cc = malloc(sizeof(MPI_Count) * (size_t)size);
+    for (int j = 0; j < size; ++j) cc[j] = counts[j];
+    float *yc = malloc(cr * 4 + 4);
+    MPI_Reduce_scatter_c(x, yc, cc, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(yc, y, cr * 4) == 0, "vector: the _c form differs");
+    free(yc), free(cc);
+#endif
+    free(x), free(keep), free(y), free(z), free(inpl);
+}
+
+/* NaN/Inf in one rank's data, in the block of rank `victim`: MPI's result everywhere. */
+static void test_nonfinite(void) {
+    const size_t b = 6000, n = b * (size_t)size;
+    float bads[] = {NAN, INFINITY, -INFINITY};
+    float *x = malloc(n * 4), *y = malloc(b * 4), *z = malloc(b * 4);
+    int *counts = malloc(sizeof(int) * (size_t)size);
+    for (int k = 0; k < 3; ++k) {
+        const int victim = k % size;
+        fill(x, n, 40 + k);
+        if (rank == size - 1) x[b * (size_t)victim + 17 + k] = bads[k];
+        MPI_Reduce_scatter_block(x, y, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        PMPI_Reduce_scatter_block(x, z, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MT_CHECK(memcmp(y, z, b * 4) == 0, "block with %g in rank %d's block: differs from MPI's", bads[k], victim);
+        for (int j = 0; j < size; ++j) counts[j] = (int)b + 16 * j;
+        size_t tot = 0, cr = (size_t)counts[rank];
+        for (int j = 0; j < size; ++j) tot += (size_t)counts[j];
+        float *xv = malloc(tot * 4), *yv = malloc(cr * 4), *zv = malloc(cr * 4);
+        fill(xv, tot, 50 + k);
+        if (rank == 0) xv[tot - 1 - (size_t)k] = bads[k]; /* in the last rank's block */
+        MPI_Reduce_scatter(xv, yv, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        PMPI_Reduce_scatter(xv, zv, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MT_CHECK(memcmp(yv, zv, cr * 4) == 0, "vector with %g: differs from MPI's", bads[k]);
+        free(xv), free(yv), free(zv);
+    }
+    /* the next clean call is compressed again */
+    fill(x, n, 99);
+    MPI_Reduce_scatter_block(x, y, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter_block(x, z, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    check_block("block after a fallback", 99, y, z, b * (size_t)rank, b);
+    free(x), free(y), free(z), free(counts);
+}
+
+/* Not eligible: MPI's result bit for bit. */
+static void test_passthrough(void) {
+    const size_t b = 5000, n = b * (size_t)size;
+    double *xd = malloc(n * 8), *yd = malloc(b * 8), *zd = malloc(b * 8);
+    int *xi = malloc(n * 4), *yi = malloc(b * 4), *zi = malloc(b * 4);
+    float *x = malloc(n * 4), *y = malloc(b * 4), *z = malloc(b * 4);
+    for (size_t i = 0; i < n; ++i) xd[i] = xval(7, rank, i) * 1.000001, xi[i] = (int)(i * 31 + (size_t)rank);
+    fill(x, n, 8);
+    MPI_Reduce_scatter_block(xd, yd, (int)b, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter_block(xd, zd, (int)b, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(yd, zd, b * 8) == 0, "double: differs from MPI's");
+    MPI_Reduce_scatter_block(xi, yi, (int)b, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter_block(xi, zi, (int)b, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(yi, zi, b * 4) == 0, "int: differs from MPI's");
+    MPI_Reduce_scatter_block(x, y, (int)b, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter_block(x, z, (int)b, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(y, z, b * 4) == 0, "MPI_MAX: differs from MPI's");
+    int *counts = malloc(sizeof(int) * (size_t)size);
+    for (int j = 0; j < size; ++j) counts[j] = (int)b;
+    MPI_Reduce_scatter(xd, yd, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter(xd, zd, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(yd, zd, b * 8) == 0, "vector double: differs from MPI's");
+    /* below min_bytes (4K default): 8 floats in all */
+    for (int j = 0; j < size; ++j) counts[j] = j == 0 ? 8 : 0;
+    MPI_Reduce_scatter(x, y, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    PMPI_Reduce_scatter(x, z, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(y, z, (size_t)counts[rank] * 4) == 0, "small: differs from MPI's");
+    free(xd), free(yd), free(zd), free(xi), free(yi), free(zi), free(x), free(y), free(z), free(counts);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; ++i) {
+        if (strncmp(argv[i], "tol=", 4) == 0) tol = atof(argv[i] + 4);
+        else if (strncmp(argv[i], "bits=", 5) == 0) bits = atoi(argv[i] + 5);
+        else if (strcmp(argv[i], "ar") == 0) ar = 1;
+        else if (strcmp(argv[i], "--all-exact") == 0) all_exact = 1;
+    }
+    test_block(16384, 1);
+    test_block(3001, 2); /* blocks not a multiple of 16 */
+    int *counts = malloc(sizeof(int) * (size_t)size);
+    for (int j = 0; j < size; ++j) counts[j] = j == 1 ? 0 : 4000 + 2500 * j + 3 * (j % 2); /* rank 1: nothing */
+    test_vector(counts, 3);
+    for (int j = 0; j < size; ++j) counts[j] = j == size - 1 ? 30001 : 7; /* one large block */
+    test_vector(counts, 4);
+    for (int j = 0; j < size; ++j) counts[j] = 16384; /* equal counts through the vector form */
+    test_vector(counts, 1);
+    free(counts);
+    test_nonfinite();
+    test_passthrough();
+    return mt_finish();
+}
