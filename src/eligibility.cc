@@ -5,6 +5,7 @@
 
 #include "codec.h"
 #include "cuda_loader.h"
+#include "mpi_family.h"
 
 namespace compmpi {
 
@@ -56,6 +57,10 @@ bool is_float(CollArgs &a) {
     a.elems = elems;
     return true;
 }
+/* The MPI's 16-bit float type (src/mpi_family.h): named apart from other datatypes. */
+bool not_float16(CollArgs &a) {
+    return !mpi_is_float16(a.datatype) && !(a.kind == Coll::allgather && mpi_is_float16(a.recvtype));
+}
 bool is_sum(CollArgs &a) { return (a.kind != Coll::allreduce && !coll_is_reduce_scatter(a.kind)) || a.op == MPI_SUM; }
 bool non_empty(CollArgs &a) { return coll_elements(a) > 0; }
 /* sendbuf == recvbuf without MPI_IN_PLACE is erroneous: let MPI report it. */
@@ -82,6 +87,7 @@ struct StateEntry { const char *name; StateRule ok; };
 
 /* Order matters only for which reason is reported. */
 const PreEntry kPre[] = {
+    {"float16", not_float16},
     {"datatype", is_float},
     {"op", is_sum},
     {"empty", non_empty},

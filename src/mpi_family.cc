@@ -66,7 +66,25 @@ std::string mpi_family_describe() {
 #else
     s += ", large-count (_c) collectives: no (MPI_Allreduce_c etc. not exported)";
 #endif
+    s += std::string(", 16-bit floats: ") + mpi_float16_describe();
     return s;
+}
+
+bool mpi_is_float16(MPI_Datatype t) {
+#ifdef MPIX_C_FLOAT16
+    return t != MPI_DATATYPE_NULL && t == MPIX_C_FLOAT16;
+#else
+    (void)t;
+    return false;
+#endif
+}
+
+const char *mpi_float16_describe() {
+#ifdef MPIX_C_FLOAT16
+    return "MPIX_C_FLOAT16 (moved, not reducible with MPI_SUM by MPICH 4.0.2: passed through)";
+#else
+    return "none in mpi.h / mpi-ext.h";
+#endif
 }
 
 /* ---------------------------------------------------------------- family check */

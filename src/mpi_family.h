@@ -45,6 +45,23 @@ void mpi_family_check(const char *when);
 /* The same scan, without exiting: "" if fine, else the message. For tests and tools. */
 std::string mpi_family_conflict();
 
+/* 16-bit floats (issue 12, item 4), as the headers of the two families have them:
+ *  - MPICH 4.0.2's mpi.h defines MPIX_C_FLOAT16 (size 2, IEEE binary16) and no bfloat16
+ *    type. Moving it works (MPI_Bcast, MPI_Allgather), but MPICH cannot reduce it: MPI_SUM
+ *    on MPIX_C_FLOAT16 (MPI_Allreduce, MPI_Reduce_scatter_block, even MPI_Reduce_local)
+ *    stops the process with "Assertion failed in file .../typerep_yaksa_pack.c at line 568"
+ *    (measured with Debian's mpich 4.0.2-3).
+ *  - Open MPI 4.1.4's mpi.h and mpi-ext.h (extensions affinity, cuda, pcollreq) define no
+ *    16-bit float type (its internal OPAL float2 is not an MPI datatype).
+ * So no MPI here can MPI_SUM 16-bit floats, and libcompmpi compresses none of them: every
+ * call on MPIX_C_FLOAT16 goes to the PMPI call unchanged (eligibility reason `datatype`),
+ * bcast and allgather included (their only 16-bit codec would be bitpack's top byte of a half,
+ * sign + 5 exponent + 2 mantissa bits, too coarse for weights). True when t is the MPI's
+ * 16-bit float type (always false where the MPI has none). */
+bool mpi_is_float16(MPI_Datatype t);
+/* "MPIX_C_FLOAT16 (...)" or "none", for compmpi-info. */
+const char *mpi_float16_describe();
+
 /* MPI_Info_get_string (MPI-4.0) with the same semantics; on an MPI-3.1 library through
  * MPI_Info_get_valuelen + MPI_Info_get. buflen in: size of value (with the terminating
  * NUL); out: length of the value + 1. */
