@@ -106,7 +106,7 @@ constexpr int kNumPre = sizeof kPre / sizeof kPre[0];
 constexpr int kNumState = sizeof kState / sizeof kState[0];
 /* Reasons decided outside the tables. */
 const char *const kOther[] = {"not_initialized", "reentered", "no_state", "device_buffer", "cost_model",
-                             "no_thread_multiple"};
+                             "no_thread_multiple", "count_above_int_max"};
 constexpr int kNumOther = sizeof kOther / sizeof kOther[0];
 static_assert(kNumPre + kNumState + kNumOther <= kMaxReasons, "raise kMaxReasons");
 

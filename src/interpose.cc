@@ -647,3 +647,43 @@ COMPMPI_EXPORT int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, cons
     return dispatch(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm));
 }
 #endif
+
+#if MPI_VERSION >= 4 && defined(HAVE_MPI_LARGE_COUNT)
+/* ---- MPI-4 large-count non-blocking entry points: counts up to INT_MAX elements run like
+ * MPI_Iallreduce & co. (the progress thread, the same compressed algorithms); above INT_MAX
+ * they pass through to PMPI_I*_c (reason count_above_int_max). ---- */
+
+namespace compmpi {
+namespace {
+bool nb_large(Coll entry, MPI_Count a, MPI_Count b = 0) {
+    if (a <= INT_MAX && b <= INT_MAX) return false;
+    CollStats &cs = stats(entry);
+    cs.passthrough++;
+    cs.reason[eligibility_reason("count_above_int_max")]++;
+    return true;
+}
+}  // namespace
+}  // namespace compmpi
+
+COMPMPI_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                    MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    if (nb_large(Coll::iallreduce, count))
+        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return nb_start(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true), Coll::iallreduce, request,
+                    run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    if (nb_large(Coll::iallgather, sendcount, recvcount))
+        return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return nb_start(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
+                    Coll::iallgather, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                                MPI_Request *request) {
+    if (nb_large(Coll::ibcast, count)) return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
+    return nb_start(args_bcast(buffer, count, datatype, root, comm, true), Coll::ibcast, request, run_nb);
+}
+#endif

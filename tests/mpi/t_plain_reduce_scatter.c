@@ -7,7 +7,8 @@
  *   - a NaN/Inf in one rank's data (in any block): every rank's result is MPI's, bit for bit;
  *   - non-float data (double, int) and other ops (MPI_MAX): MPI's result bit for bit;
  *   - below min_bytes: MPI's result bit for bit;
- *   - MPICH's MPIX_C_FLOAT16 bcast / allgather: MPI's bits (passed through).
+ *   - MPICH's MPIX_C_FLOAT16 bcast / allgather: MPI's bits (passed through);
+ *   - MPI-4: MPI_Iallreduce_c, MPI_Iallgather_c, MPI_Ibcast_c give the int forms' bits.
  * Arguments:
  *   tol=X      normwise: |y - exact|_2 <= X |exact|_2 for every compressed block (with
  *              stochastic: over the whole reduced vector, all ranks' blocks together);
@@ -20,14 +21,14 @@
  *              data (chunks = the blocks) holds trunc_B(y) in block r;
  *   stochastic a stochastic codec (terngrad, qsgd): each call draws other random numbers, so
  *              the in-place and _c calls are held to tol, not to the first call's bits;
- *   quick      sizes / 4 (valgrind);
+ *   quick      sizes / 8 (valgrind; run with COMPMPI_MIN_BYTES=1K);
  *   --all-exact  every result equals MPI's bit for bit (compression off). */
 #include "mpitest.h"
 
 static int rank, size;
 static double tol = -1;
 static int bits = 0, ar = 0, all_exact = 0, stochastic = 0;
-static size_t scale = 1; /* quick: sizes / 4 (valgrind) */
+static size_t scale = 1; /* quick: sizes / 8 (valgrind) */
 
 static float trunc_bits(float v, int b) {
     uint32_t u;
@@ -234,6 +235,39 @@ static void test_float16(void) {
 #endif
 }
 
+/* MPI-4 large-count non-blocking forms (counts <= INT_MAX): compressed like the int forms.
+ * Deterministic codecs (bits=B): the same bits as MPI_Iallreduce & co. of the same data, on
+ * every rank; --all-exact: MPI's bits. */
+static void test_nb_c(void) {
+#if MPI_VERSION >= 4
+    if (!bits && !all_exact) return;
+    const size_t n = 20000 / scale;
+    float *x = malloc(n * 4), *a = malloc(n * 4 * (size_t)size), *b = malloc(n * 4 * (size_t)size);
+    MPI_Request rq[2];
+    MPI_Status sts[2];
+    fill(x, n, 21);
+    MPI_Iallreduce_c(x, a, (MPI_Count)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq[0]);
+    MPI_Iallreduce(x, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitall(2, rq, sts);
+    if (all_exact) PMPI_Allreduce(x, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(a, b, n * 4) == 0, "MPI_Iallreduce_c differs from MPI_Iallreduce");
+    MT_CHECK(mt_identical(a, n * 4, MPI_COMM_WORLD), "MPI_Iallreduce_c: ranks differ");
+    MPI_Iallgather_c(x, (MPI_Count)n, MPI_FLOAT, a, (MPI_Count)n, MPI_FLOAT, MPI_COMM_WORLD, &rq[0]);
+    MPI_Iallgather(x, (int)n, MPI_FLOAT, b, (int)n, MPI_FLOAT, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitall(2, rq, sts);
+    if (all_exact) PMPI_Allgather(x, (int)n, MPI_FLOAT, b, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+    MT_CHECK(memcmp(a, b, n * 4 * (size_t)size) == 0, "MPI_Iallgather_c differs from MPI_Iallgather");
+    memcpy(a, x, n * 4);
+    memcpy(b, x, n * 4);
+    MPI_Ibcast_c(a, (MPI_Count)n, MPI_FLOAT, 0, MPI_COMM_WORLD, &rq[0]);
+    MPI_Ibcast(b, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitall(2, rq, sts);
+    MT_CHECK(memcmp(a, b, n * 4) == 0, "MPI_Ibcast_c differs from MPI_Ibcast");
+    MT_CHECK(rank != 0 || memcmp(a, x, n * 4) == 0, "MPI_Ibcast_c: the root's buffer was written");
+    free(x), free(a), free(b);
+#endif
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -244,7 +278,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "ar") == 0) ar = 1;
         else if (strcmp(argv[i], "--all-exact") == 0) all_exact = 1;
         else if (strcmp(argv[i], "stochastic") == 0) stochastic = 1;
-        else if (strcmp(argv[i], "quick") == 0) scale = 4;
+        else if (strcmp(argv[i], "quick") == 0) scale = 8;
     }
     test_block(16384 / scale, 1);
     test_block(3001 / scale, 2); /* blocks not a multiple of 16 */
@@ -260,5 +294,6 @@ int main(int argc, char **argv) {
     test_nonfinite();
     test_passthrough();
     test_float16();
+    test_nb_c();
     return mt_finish();
 }
