@@ -76,6 +76,9 @@ bool coll_enabled(const CollArgs &a, const CommState &st) {
               : a.kind == Coll::reduce_scatter ? coll_kind::reduce_scatter : coll_kind::bcast;
     return (st.settings.collectives >> bit) & 1u;
 }
+static_assert(static_cast<int>(Coll::reduce_scatter_block) == coll_kind::reduce_scatter_block &&
+                  static_cast<int>(Coll::reduce_scatter) == coll_kind::reduce_scatter,
+              "a Coll's value is its bit in the collectives setting");
 bool codec_on(const CollArgs &, const CommState &st) { return st.settings.codec != static_cast<int>(CodecId::none); }
 bool big_enough(const CollArgs &a, const CommState &st) {
     return static_cast<uint64_t>(coll_elements(a)) * sizeof(float) >= st.settings.min_bytes;

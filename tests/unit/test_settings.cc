@@ -23,11 +23,12 @@ void given_defaults_when_validating_expect_ok(void **) {
     assert_int_equal(s.policy, policy_kind::awp);
     assert_int_equal(s.min_bytes, 4 * 1024); /* a floor: the cost model decides above it */
     assert_int_equal(s.cost_model, cost_model_kind::auto_);
-    /* every blocking, non-blocking and persistent collective */
+    /* every blocking, non-blocking and persistent collective, and the reduce-scatters */
     assert_true(s.collectives == ((1u << coll_kind::allreduce) | (1u << coll_kind::allgather) | (1u << coll_kind::bcast) |
                                   (1u << coll_kind::iallreduce) | (1u << coll_kind::iallgather) | (1u << coll_kind::ibcast) |
                                   (1u << coll_kind::allreduce_init) | (1u << coll_kind::allgather_init) |
-                                  (1u << coll_kind::bcast_init)));
+                                  (1u << coll_kind::bcast_init) | (1u << coll_kind::reduce_scatter_block) |
+                                  (1u << coll_kind::reduce_scatter)));
 }
 
 void given_all_key_spellings_when_looking_up_expect_same_setting(void **) {
