@@ -1,4 +1,5 @@
 #include "schedule.h"
+#include "settings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -47,9 +48,12 @@ double theta_at(const ThetaSchedule &sch, uint64_t t) {
     return std::clamp(th, 0.0, 0.9999);
 }
 
+static_assert(coll_kind::reduce_scatter < 32, "ScheduleState::next keys the kind in 5 bits");
+
 uint64_t ScheduleState::next(int coll_kind, size_t count) {
     if (calls.size() >= kMaxShapes) calls.clear();
-    const uint64_t key = (static_cast<uint64_t>(count) << 2) ^ static_cast<uint64_t>(coll_kind & 3);
+    const uint64_t key = (static_cast<uint64_t>(count) << 5) ^ static_cast<uint64_t>(coll_kind & 31);
+    /* 5 bits: every Coll kind (allreduce ... reduce_scatter, persistent ones) its own counter */
     return calls[key]++;
 }
 

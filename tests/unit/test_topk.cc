@@ -359,6 +359,12 @@ void given_theta_schedule_when_planning_expect_per_shape_counts_not_addresses(vo
     assert_int_equal(static_cast<int>(policy_plan(st, Coll::allreduce, 1000, -1, &p)), 0);
     assert_true(p.params.theta == 0.9f);
     assert_int_equal(st.sched.calls.size(), shapes);
+    /* every collective kind counts on its own, whatever the count (kinds 0..10) */
+    ScheduleState fresh;
+    for (int kind = 0; kind <= static_cast<int>(Coll::reduce_scatter); ++kind) {
+        assert_int_equal(fresh.next(kind, 4096), 0);
+        assert_int_equal(fresh.next(kind, 4096), 1);
+    }
 }
 
 }  // namespace
