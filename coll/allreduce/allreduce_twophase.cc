@@ -155,6 +155,9 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     const float *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer, not per segment or chunk */
+    /* phase 2's parameters again, now with the agreed scaler and clip threshold (p2 above
+     * was derived before they were known): terngrad's levels are exact on the shared grid */
+    if (reduced) CMPI_CHECK(c.codec->reduced_params(c.params, &p2));
     /* every contribution is quantised, the owner's chunk too, for stochastic codecs (terngrad,
      * qsgd: each worker's gradient is quantised, paper eq. 1-4 / Alg. 1) and for codecs
      * quantised once per contribution; other codecs keep the owner's chunk exact */

@@ -603,6 +603,97 @@ void given_sizes_when_asking_payload_expect_16x_and_20x(void **) {
     assert_int_equal(ops().max_payload(0, p), 0);
 }
 
+/* The collective's case: one bucket, the agreed scaler (eq. 4) and the buffer's clip
+ * threshold given (clip_at), so the AVX-512 encoder makes no statistics pass, and phase 2's
+ * levels on the shared grid. Every path and thread count writes the scalar path's bytes,
+ * also for values off the grid and beyond K s (clamped), and NaN/Inf still give nonfinite. */
+void given_shared_scale_and_clip_at_when_encoding_expect_scalar_bytes(void **) {
+    const size_t sizes[] = {1, 5, 63, 64, 65, 127, 128, 129, 1000, 2561, 40960 + 77, 300007};
+    for (size_t n : sizes) {
+        auto x = gradient_data(n, 300 + n);
+        for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3})
+            for (float clip : {0.0f, 2.5f}) {
+                CodecParams p = params(variant, 0, clip);
+                double stat = 0;
+                float cs = 0;
+                p.clip_out = &cs;
+                assert_int_equal(static_cast<int>(ops().prepare(x.data(), n, p, &stat)), 0);
+                p.clip_out = nullptr;
+                for (int c = 0; c < 3; ++c) {
+                    /* none, the buffer's own threshold, one below the scaler (clips more) */
+                    p.clip_at = c == 0 ? 0.0f : (c == 1 ? cs : static_cast<float>(stat * 0.25));
+                    if (c == 1 && !(cs > 0 && std::isfinite(cs))) continue;
+                    for (double shared : {stat, 3.0 * stat + 1e-30, 0.5 * stat}) {
+                        if (!(shared > 0)) continue;
+                        p.shared_scale = shared;
+                        p.simd = SimdLevel::scalar;
+                        p.threads = 1;
+                        auto ref = encode(p, x);
+                        for (SimdLevel l : levels())
+                            for (int threads : {1, 2}) {
+                                p.simd = l;
+                                p.threads = threads;
+                                if (encode(p, x) != ref)
+                                    fail_msg("n=%zu variant=%d clip=%g clip_at=%g shared=%g simd=%s threads=%d", n,
+                                             variant, clip, p.clip_at, shared, simd_name(l), threads);
+                            }
+                    }
+                }
+            }
+        /* levels: a sum of P ternaries on the grid, then arbitrary values (off the grid,
+         * beyond K s, -0, subnormal) */
+        for (int P : {2, 3, 7, 100}) {
+            CodecParams p = params(terngrad::kBase4, 0, 2.5f);
+            p.nranks = P;
+            CodecParams p2;
+            assert_int_equal(static_cast<int>(ops().reduced_params(p, &p2)), 0);
+            const float s = 0.37f;
+            p2.shared_scale = s;
+            testutil::Rng r(900 + n + P);
+            for (int kind = 0; kind < 2; ++kind) {
+                std::vector<float> v(n);
+                for (size_t i = 0; i < n; ++i) {
+                    const int k = static_cast<int>(r.next() % (2 * P + 1)) - P;
+                    v[i] = kind == 0 ? static_cast<float>(k) * s
+                                     : static_cast<float>(r.normal() * s * (P + 2));
+                }
+                if (kind == 1 && n > 3) v[1] = -0.0f, v[2] = 1e-40f, v[3] = 0.5f * s; /* a tie: to even */
+                p2.simd = SimdLevel::scalar;
+                p2.threads = 1;
+                auto ref = encode(p2, v);
+                for (SimdLevel l : levels())
+                    for (int threads : {1, 2}) {
+                        p2.simd = l;
+                        p2.threads = threads;
+                        if (encode(p2, v) != ref)
+                            fail_msg("levels n=%zu P=%d kind=%d simd=%s threads=%d", n, P, kind, simd_name(l), threads);
+                    }
+            }
+        }
+    }
+    /* NaN / Inf anywhere (also in the tails past the last whole vector) */
+    for (size_t n : {1000ul, 300007ul})
+        for (size_t pos : {0ul, 17ul, n - 1, n - 70})
+            for (float bad : {NAN, INFINITY}) {
+                auto x = gradient_data(n, 5);
+                x[pos] = bad;
+                for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3, terngrad::kLevels}) {
+                    CodecParams p = params(variant, 0, 2.5f);
+                    if (variant == terngrad::kLevels) p.bits = 3;
+                    p.shared_scale = 1e-3;
+                    p.clip_at = 2e-3f;
+                    for (SimdLevel l : levels()) {
+                        p.simd = l;
+                        Status st;
+                        encode(p, x, &st);
+                        if (st != Status::nonfinite)
+                            fail_msg("n=%zu pos=%zu variant=%d simd=%s: status %d", n, pos, variant, simd_name(l),
+                                     static_cast<int>(st));
+                    }
+                }
+            }
+}
+
 }  // namespace
 
 int main() {
@@ -624,6 +715,7 @@ int main() {
         cmocka_unit_test(given_constant_buffer_with_clipping_expect_not_zeroed),
         cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_sizes_when_asking_payload_expect_16x_and_20x),
+        cmocka_unit_test(given_shared_scale_and_clip_at_when_encoding_expect_scalar_bytes),
     };
     return cmocka_run_group_tests_name("terngrad", tests, nullptr, nullptr);
 }

@@ -20,7 +20,13 @@
  * rounding of x / s_j, s_j = max|x_j| / K rounded up. */
 #include "terngrad/terngrad.h"
 
+/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
+ * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <array>
@@ -171,11 +177,20 @@ CMPI_AVX512_BMI2 inline void base4_store(uint64_t hit, uint64_t neg, uint8_t *ou
  * element 0), each group as soon as it is known (stores spread among the arithmetic run
  * faster than a burst per sub-block). Else: word w of hit/neg covers i0 + 64w .. +63, bits
  * past i1 are 0. */
-template <bool Base4>
+template <bool Base4, bool CheckBad>
 CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_t i1, float s, float cs,
                                                const philox::Stream &st, const philox::KeysAvx512 &keys, uint64_t *hit,
-                                               uint64_t *neg, uint8_t *out) {
+                                               uint64_t *neg, uint8_t *out, uint32_t *bad) {
     const size_t words = (i1 - i0 + 63) / 64;
+    if (CheckBad) { /* NaN/Inf: exponent all ones (the caller made no statistics pass) */
+        const __m512i exp = _mm512_set1_epi32(0x7F800000);
+        __mmask16 b = 0;
+        size_t i = i0;
+        for (; i + 16 <= i1; i += 16)
+            b |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512(in + i), exp), exp);
+        for (; i < i1; ++i) b |= !std::isfinite(in[i]);
+        *bad |= b != 0;
+    }
     if (!(s > 0)) { /* all-zero bucket */
         if (Base4)
             std::memset(out + i0 / 4, 0, (i1 - i0 + 3) / 4);
@@ -226,8 +241,9 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
  * groups: one bucket, or B % 64 == 0). */
 void pack3_masks(const uint64_t *hit, const uint64_t *neg, size_t count, uint8_t *out);
 
+template <bool CheckBad>
 CMPI_AVX512_BMI2 void tern_block_avx512(const float *in, size_t lo0, size_t hi, size_t B, const Scale *sc,
-                                        const philox::Stream &st, bool base3, uint8_t *codes) {
+                                        const philox::Stream &st, bool base3, uint8_t *codes, uint32_t *bad) {
     const philox::KeysAvx512 keys = philox::keys_avx512(st);
     uint64_t hit[kSub / 64 + 1], neg[kSub / 64 + 1];
     for (size_t lo = lo0; lo < hi; lo += kSub) {
@@ -235,10 +251,11 @@ CMPI_AVX512_BMI2 void tern_block_avx512(const float *in, size_t lo0, size_t hi, 
         for (size_t r = lo; r < shi;) {
             const size_t j = r / B, end = std::min(shi, (j + 1) * B);
             if (base3)
-                tern_masks_avx512<false>(in, r, end, sc[j].s, sc[j].cs, st, keys, hit + (r - lo) / 64,
-                                         neg + (r - lo) / 64, nullptr);
+                tern_masks_avx512<false, CheckBad>(in, r, end, sc[j].s, sc[j].cs, st, keys, hit + (r - lo) / 64,
+                                                   neg + (r - lo) / 64, nullptr, bad);
             else
-                tern_masks_avx512<true>(in, r, end, sc[j].s, sc[j].cs, st, keys, nullptr, nullptr, codes);
+                tern_masks_avx512<true, CheckBad>(in, r, end, sc[j].s, sc[j].cs, st, keys, nullptr, nullptr, codes,
+                                                  bad);
             r = end;
         }
         if (base3) {
@@ -508,7 +525,57 @@ inline int32_t level_stoch(float x, float s, float K, uint32_t w) {
     return static_cast<int32_t>(fl + up);
 }
 
+/* level_one of 16 values at a time (the same operations: an IEEE division, the clamps as
+ * min/max -- _mm512_min_ps(q, K) = q < K ? q : K, _mm512_max_ps(q, -K) = q > -K ? q : -K --
+ * and the 1.5 * 2^23 rounding), int8 codes (K < 128); *bad |= NaN/Inf seen. */
+CMPI_AVX512 void levels_grid_avx512(const float *in, size_t n, float s, float K, int8_t *c, uint32_t *bad) {
+    const __m512 vs = _mm512_set1_ps(s), vk = _mm512_set1_ps(K), vnk = _mm512_set1_ps(-K);
+    const __m512 magic = _mm512_set1_ps(0x1.8p23f);
+    const __m512i exp = _mm512_set1_epi32(0x7F800000);
+    __mmask16 b = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(in + i);
+        b |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(x), exp), exp);
+        __m512 q = _mm512_max_ps(_mm512_min_ps(_mm512_div_ps(x, vs), vk), vnk);
+        q = _mm512_sub_ps(_mm512_add_ps(q, magic), magic);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(c + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(q)));
+    }
+    uint32_t t = b != 0;
+    for (; i < n; ++i) {
+        t |= !std::isfinite(in[i]);
+        c[i] = static_cast<int8_t>(level_one(in[i], s, K));
+    }
+    *bad |= t;
+}
+
+/* Phase 2 on the shared grid, AVX-512, b <= 8: no statistics pass (the grid's step is the
+ * shared scale; NaN/Inf are checked in the same read). Same bytes as encode_levels. */
+Status encode_levels_grid(const float *in, size_t n, const CodecParams &p, uint8_t *out, SimdLevel lvl) {
+    const int b = p.bits;
+    const float K = static_cast<float>((1 << (b - 1)) - 1);
+    const float s = bstats::float_up(p.shared_scale);
+    if (!levels_fit(s, b)) return Status::nonfinite; /* |x| near FLT_MAX: the exact path takes it */
+    std::memcpy(out, &s, 4);
+    uint8_t *codes = out + 4;
+    std::vector<uint8_t> bad((n + kBlock - 1) / kBlock, 0);
+    fields::encode_blocks(
+        n, n, p.threads,
+        [&](size_t lo, size_t hi, size_t, int8_t *c) {
+            uint32_t t = 0;
+            levels_grid_avx512(in + lo, hi - lo, s, K, c, &t);
+            if (t) bad[lo / kBlock] = 1;
+        },
+        [&](const int8_t *c, size_t cnt, size_t lo) { fields::pack(c, cnt, b, codes + lo / 8 * b, lvl); });
+    for (uint8_t x : bad)
+        if (x) return Status::nonfinite;
+    return Status::ok;
+}
+
 Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *out, SimdLevel lvl) {
+    if (lvl == SimdLevel::avx512 && p.bits <= 8 && p.param == 0 && p.shared_scale > 0 &&
+        bstats::bucket_count(n, 0) == 1)
+        return encode_levels_grid(in, n, p, out, lvl);
     std::vector<bstats::Moments> m;
     if (!bstats::bucket_moments(in, n, p.param, false, lvl, p.threads, &m)) return Status::nonfinite;
     const size_t nb = m.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
@@ -577,7 +644,18 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     /* small buckets: statistics block by block inside the encode loop (one read of the data) */
     const bool fused = fields::fused_stats(nb, B);
     float cs = kInf; /* the buffer's clip threshold (eq. 21), one for every bucket */
-    if (!fused) {
+    static const bool bmi2 = cpu_has(CpuFeature::bmi2);
+    const bool avx512 = lvl == SimdLevel::avx512 && bmi2 && (nb <= 1 || B % 64 == 0);
+    /* One bucket, the agreed scaler (eq. 4) and the clip threshold given (the collective's
+     * case): this rank's max |clipped g| would be replaced by the shared scale, so no
+     * statistics pass; the AVX-512 loop checks for NaN/Inf in the same read. */
+    const bool given = avx512 && !fused && nb == 1 && p.param == 0 && p.shared_scale > 0 &&
+                       (p.clip_at > 0 || !(p.clip > 0));
+    if (given) {
+        if (!buffer_clip(in, n, p, lvl, &cs)) return Status::nonfinite; /* no pass: clip_at or none */
+        sc[0].s = bstats::float_up(p.shared_scale);
+        sc[0].cs = std::min(cs, sc[0].s);
+    } else if (!fused) {
         if (!local_scales(in, n, p, lvl, &sc)) return Status::nonfinite;
         if (p.param == 0 && p.shared_scale > 0 && nb == 1) {
             /* the agreed scaler (eq. 4), >= this rank's max |clipped g|; the extra clip at s
@@ -601,15 +679,18 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     uint8_t *codes = out + 4 * nb;
     const philox::Stream st = philox::make_stream(p.seed, p.stream);
     const bool base3 = p.variant == kBase3;
-    static const bool bmi2 = cpu_has(CpuFeature::bmi2);
-    if (lvl == SimdLevel::avx512 && bmi2 && (nb <= 1 || B % 64 == 0)) {
+    if (avx512) {
         /* runs start on 64-element groups; sub-blocks on whole bytes of either packing */
         const size_t nblocks = (n + kBlock - 1) / kBlock;
+        if (given) bad.assign(nblocks, 0);
 #pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
         for (size_t k = 0; k < nblocks; ++k) {
             const size_t hi = std::min(n, (k + 1) * kBlock);
             block_stats(k, k * kBlock, hi);
-            tern_block_avx512(in, k * kBlock, hi, B, sc.data(), st, base3, codes);
+            uint32_t b = 0;
+            if (given) tern_block_avx512<true>(in, k * kBlock, hi, B, sc.data(), st, base3, codes, &b);
+            else tern_block_avx512<false>(in, k * kBlock, hi, B, sc.data(), st, base3, codes, &b);
+            if (b) bad[k] = 1;
         }
     } else {
         fields::encode_blocks(
@@ -640,11 +721,20 @@ Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
             return Status::corrupt;
     const uint8_t *codes = in + 4 * nb;
     const size_t avail = len - 4 * nb;
-    uint32_t bad = 0;
-    if (p.variant == kBase4)
-        for (size_t i = 0; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u; /* field 10b = -2 */
-    else if (p.variant == kBase3)
-        for (size_t i = 0; i < avail; ++i) bad |= codes[i] > 242;
+    uint64_t bad = 0;
+    if (p.variant == kBase4) { /* field 10b = -2; 8 bytes at a time (fields never straddle bytes) */
+        size_t i = 0;
+        for (; i + 8 <= avail; i += 8) {
+            uint64_t w;
+            std::memcpy(&w, codes + i, 8);
+            bad |= (w >> 1) & ~w & 0x5555555555555555ull;
+        }
+        for (; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u;
+    } else if (p.variant == kBase3) {
+        uint8_t mx = 0;
+        for (size_t i = 0; i < avail; ++i) mx = std::max(mx, codes[i]);
+        bad = mx > 242;
+    }
     if (bad) return Status::corrupt;
     SimdLevel lvl = std::min(p.simd, simd_detect());
     if (p.variant != kBase3) {
