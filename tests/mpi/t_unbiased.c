@@ -73,12 +73,19 @@ static void run(const char *spec, size_t n, int T) {
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
     double *ref = calloc(n, sizeof(double)), *mean = calloc(n, sizeof(double)), *m2 = calloc(n, sizeof(double));
     for (size_t i = 0; i < n; ++i) x[i] = value(R, i);
-    /* the reference: sum over ranks of each rank's (clipped) gradient */
+    /* the reference: sum over ranks of each rank's (clipped) gradient; terngrad's shared
+     * scaler (eq. 4): the max over ranks of max |clipped g| */
+    float scaler = 0;
     for (int r = 0; r < P; ++r) {
         for (size_t i = 0; i < n; ++i) g[i] = value(r, i);
         const float cs = tern ? clip_threshold(g, n, clip) : INFINITY;
         for (size_t i = 0; i < n; ++i) ref[i] += fmin(fmax(g[i], -cs), cs);
+        for (size_t i = 0; i < n; ++i) scaler = fmaxf(scaler, fminf(fabsf(g[i]), cs));
     }
+    /* one bucket, flat algorithm: the sum of P ternaries on the shared grid {-s, 0, s} is
+     * k s with an integer |k| <= P, exactly (the paper's server sums the ternary gradients;
+     * phase 2 carries the 2P+1 levels) */
+    const int grid = tern && !bucket && !getenv("COMPMPI_NODE_SIZE");
     uint64_t h = 1469598103934665603ull;
     for (int t = 0; t < T; ++t) {
         if (t % 2) {
@@ -88,6 +95,15 @@ static void run(const char *spec, size_t n, int T) {
             MPI_Allreduce(x, y, (int)n, MPI_FLOAT, MPI_SUM, c);
         }
         h = (h ^ mt_hash(y, n * sizeof(float))) * 1099511628211ull;
+        if (grid) {
+            size_t off = 0, first = n;
+            for (size_t i = 0; i < n; ++i) {
+                const double k = rint(y[i] / (double)scaler);
+                if (!(fabs(k) <= P && y[i] == (float)(k * scaler))) off += first == n ? (first = i, 1) : 1;
+            }
+            MT_CHECK(off == 0, "%s: call %d: %zu values off the grid k s (s = %a), first y[%zu] = %a", spec, t, off,
+                     (double)scaler, first, first < n ? (double)y[first] : 0.0);
+        }
         for (size_t i = 0; i < n; ++i) { /* Welford */
             const double d = y[i] - mean[i];
             mean[i] += d / (t + 1);
