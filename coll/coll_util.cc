@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "coll.h"
+#include "fault.h"
 
 namespace compmpi {
 
@@ -26,8 +27,8 @@ Status check(CollCtx &c, int rc) {
 Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride) {
     ScopedTimer t(c.stats->ns_comm);
     if (stride <= INT_MAX)
-        return check(c, PMPI_Alltoall(send, static_cast<int>(stride), MPI_BYTE, recv, static_cast<int>(stride),
-                                      MPI_BYTE, c.comm));
+        return check(c, COMPMPI_FAULT_MPI(alltoall, PMPI_Alltoall(send, static_cast<int>(stride), MPI_BYTE, recv,
+                                                                  static_cast<int>(stride), MPI_BYTE, c.comm)));
 #ifdef HAVE_MPI_LARGE_COUNT
     return check(c, PMPI_Alltoall_c(send, static_cast<MPI_Count>(stride), MPI_BYTE, recv,
                                     static_cast<MPI_Count>(stride), MPI_BYTE, c.comm));
@@ -39,8 +40,8 @@ Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t strid
 Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride) {
     ScopedTimer t(c.stats->ns_comm);
     if (stride <= INT_MAX)
-        return check(c, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<int>(stride), MPI_BYTE,
-                                       c.comm));
+        return check(c, COMPMPI_FAULT_MPI(allgather, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+                                                                    static_cast<int>(stride), MPI_BYTE, c.comm)));
 #ifdef HAVE_MPI_LARGE_COUNT
     return check(c, PMPI_Allgather_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<MPI_Count>(stride),
                                      MPI_BYTE, c.comm));
@@ -51,7 +52,8 @@ Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride) {
 
 Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
     ScopedTimer t(c.stats->ns_comm);
-    if (bytes <= INT_MAX) return check(c, PMPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c.comm));
+    if (bytes <= INT_MAX)
+        return check(c, COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c.comm)));
 #ifdef HAVE_MPI_LARGE_COUNT
     return check(c, PMPI_Bcast_c(buf, static_cast<MPI_Count>(bytes), MPI_BYTE, root, c.comm));
 #else
@@ -61,7 +63,16 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
 
 uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
                     size_t *plen) {
-    return c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
+    /* test-only fault injection (src/fault.h): host blobs only */
+    const bool host = COMPMPI_FAULT_ON() && c.be == &backend_cpu();
+    if (host && fault_fire(FaultKind::encode_fail, FaultWhere::any)) {
+        coll_write_flag(c, p, n, BLOB_ABANDON, out); /* what a failing encoder writes */
+        if (plen) *plen = kBlobHeaderBytes;
+        return BLOB_ABANDON;
+    }
+    const uint8_t flag = c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
+    if (host && flag == 0 && fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) fault_corrupt_blob(out, cap);
+    return flag;
 }
 
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out) {
@@ -108,7 +119,7 @@ Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
     double all = 0;
     {
         ScopedTimer t(c.stats->ns_comm);
-        int rc = PMPI_Allreduce(&stat, &all, 1, MPI_DOUBLE, MPI_MAX, c.comm);
+        int rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(&stat, &all, 1, MPI_DOUBLE, MPI_MAX, c.comm));
         if (rc != MPI_SUCCESS) {
             c.mpi_err = rc;
             return Status::mpi_error;

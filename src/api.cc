@@ -107,6 +107,7 @@ COMPMPI_EXPORT int compmpi_comm_reset_state(MPI_Comm comm) {
     std::lock_guard<std::mutex> lk(st->mu);
     st->awp.clear();
     st->ef.clear();
+    st->ef_floats = 0;
     return MPI_SUCCESS;
 }
 

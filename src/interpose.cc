@@ -13,6 +13,7 @@
 #include "cuda/module_abi.h"
 #include "cuda_loader.h"
 #include "eligibility.h"
+#include "fault.h"
 #include "log.h"
 #include "mpi_family.h"
 #include "nonblocking.h"
@@ -200,17 +201,15 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
     CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
+    if (COMPMPI_FAULT_ON()) fault_call_begin(coll_name(a.kind)); /* test-only (src/fault.h) */
 
     /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs;
      * residuals are host vectors, so device buffers go without (docs/gpu.md) */
     std::vector<float> *residual = nullptr;
     if (a.kind == Coll::allreduce && st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) && !m) {
-        if (st.ef.size() >= kMaxTrackedBuffers) st.ef.clear();
-        residual = &st.ef[BufferKey{reinterpret_cast<uintptr_t>(key), n}];
-        if (residual->size() != n) residual->assign(n, 0.0f);
-        st.ef_scratch.resize(n);
+        residual = state_ef_residual(st, key, n); /* caps: src/state.h */
         c.ef_res = residual->data();
-        c.ef_new = st.ef_scratch.data();
+        c.ef_new = state_ef_scratch(st, n);
     }
     /* device buffers on the device backend: residuals in device memory, owned by the
      * module's context (docs/gpu.md); none if they cannot be allocated */
@@ -288,7 +287,15 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             cs.fallback_error++;
             return exact();
         case Status::mpi_error:
-            return raise_error(a.comm, c.mpi_err);
+            /* A PMPI call failed on this rank inside the algorithm: the communicator's error
+             * handler sees it (the default one aborts). If the handler returns, the peers may
+             * still wait in the algorithm's next exchange and nothing can tell them: abort
+             * cleanly rather than leave the job hanging (docs/design.md, "Failures"). */
+            raise_error(a.comm, c.mpi_err);
+            log_error("%s of %zu floats: MPI error %d inside the compressed algorithm; the other ranks cannot "
+                      "learn of it, aborting the job rather than hanging", coll_name(a.kind), n, c.mpi_err);
+            PMPI_Abort(a.comm, c.mpi_err);
+            return c.mpi_err;
         default:
             /* Failed locally before any exchange (e.g. out of memory): the peers are already
              * inside the compressed algorithm, so continuing alone would hang the job. */

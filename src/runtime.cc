@@ -106,7 +106,11 @@ void runtime_init() {
 void runtime_finalize() {
     if (!g_active.exchange(false)) return;
     ReentryGuard guard;
-    if (global_settings().stats) stats_report(MPI_COMM_WORLD);
+    /* stats_report is collective: ranks launched with different COMPMPI_STATS (MPMD) agree
+     * first, else a rank without it would leave the others waiting in the report */
+    int want = global_settings().stats ? 1 : 0, any = want;
+    PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) stats_report(MPI_COMM_WORLD);
     state_keyval_free();
 }
 

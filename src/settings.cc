@@ -314,6 +314,7 @@ Status settings_read_env(SettingLayer *layer, std::string *err) {
         const char *eq = std::strchr(*e, '=');
         if (!eq) continue;
         std::string name(*e + 8, static_cast<size_t>(eq - (*e + 8)));
+        if (name == "FAULT") continue; /* test-only fault injection, not a setting (src/fault.h) */
         SettingId id;
         if (!setting_lookup(name, &id) || upper(kSettings[static_cast<int>(id)].name) != name) {
             if (err) {

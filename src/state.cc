@@ -1,5 +1,6 @@
 #include "state.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -39,7 +40,14 @@ int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
 
 }  // namespace
 
+namespace {
+std::atomic<long long> g_live_states{0};
+}
+
+CommState::CommState() { g_live_states.fetch_add(1, std::memory_order_relaxed); }
+
 CommState::~CommState() {
+    g_live_states.fetch_sub(1, std::memory_order_relaxed);
     if (gpu_ctx && gpu_destroy) gpu_destroy(gpu_ctx);
     int finalized = 0;
     PMPI_Finalized(&finalized);
@@ -70,6 +78,31 @@ uint8_t *Buffer::get(size_t bytes) {
 }
 
 void state_set_env_mismatch() { g_env_mismatch = true; }
+
+std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n) {
+    const BufferKey k{reinterpret_cast<uintptr_t>(key), n};
+    auto it = st.ef.find(k);
+    if (it != st.ef.end()) return &it->second;
+    /* a new residual: restart the table if it would pass either cap (rank-local state) */
+    if (st.ef.size() >= kMaxTrackedBuffers || (st.ef_floats + n) * sizeof(float) > kMaxResidualBytes) {
+        st.ef.clear();
+        st.ef_floats = 0;
+    }
+    std::vector<float> *r = &st.ef[k];
+    r->assign(n, 0.0f);
+    st.ef_floats += n;
+    return r;
+}
+
+float *state_ef_scratch(CommState &st, size_t n) {
+    if (st.ef_scratch.capacity() != n) {
+        std::vector<float> v;
+        v.reserve(n);
+        st.ef_scratch.swap(v);
+    }
+    st.ef_scratch.resize(n);
+    return st.ef_scratch.data();
+}
 
 const Settings &global_settings() { return g_settings; }
 const SettingLayer &env_layer() { return g_env; }
@@ -280,3 +313,27 @@ Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err) {
 }
 
 }  // namespace compmpi
+
+extern "C" __attribute__((visibility("default"))) int compmpi_test_state_sizes(MPI_Comm comm, long long *v, int nv) {
+    using namespace compmpi;
+    long long all[kSizeCount] = {};
+    all[kSizeLiveStates] = g_live_states.load(std::memory_order_relaxed);
+    if (comm != MPI_COMM_NULL) {
+        CommState *st = state_get(comm);
+        if (!st) return MPI_ERR_COMM;
+        std::lock_guard<std::mutex> lk(st->mu);
+        all[kSizeAwp] = static_cast<long long>(st->awp.size());
+        all[kSizeEf] = static_cast<long long>(st->ef.size());
+        size_t bytes = 0;
+        for (const auto &e : st->ef) bytes += e.second.capacity() * sizeof(float);
+        all[kSizeEfBytes] = static_cast<long long>(bytes);
+        all[kSizeSched] = static_cast<long long>(st->sched.calls.size());
+        all[kSizeCost] = st->cost ? static_cast<long long>(st->cost->entries.size()) : 0;
+        size_t ws = st->ws_send.capacity() + st->ws_recv.capacity() + st->ws_aux_blob.capacity() +
+                    st->ef_scratch.capacity() * sizeof(float);
+        for (const Buffer &b : st->ws_f) ws += b.capacity();
+        all[kSizeWorkspace] = static_cast<long long>(ws);
+    }
+    for (int i = 0; i < nv && i < kSizeCount; ++i) v[i] = all[i];
+    return MPI_SUCCESS;
+}

@@ -74,6 +74,11 @@ struct AwpState {
  * The awp table sees the same key sequence on every rank, so it restarts on every rank at
  * the same call. */
 inline constexpr size_t kMaxTrackedBuffers = 4096;
+/* Per-communicator cap on the bytes of error-feedback residuals (host): a residual that would
+ * take the table past it restarts the table first (rank-local state: nothing on the wire
+ * depends on it). Without it, buffers freed and allocated at new addresses would leave up to
+ * kMaxTrackedBuffers stale residuals of any size behind (docs/design.md, "Memory caps"). */
+inline constexpr size_t kMaxResidualBytes = size_t{1} << 30;
 
 struct CommState {
     std::mutex mu; /* guards everything below (MPI_THREAD_MULTIPLE) */
@@ -88,6 +93,7 @@ struct CommState {
     std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef; /* error-feedback residuals */
     std::vector<float> ef_scratch;                                        /* the next residual */
+    size_t ef_floats = 0; /* sum of the residuals' sizes in ef (kMaxResidualBytes) */
     Buffer ws_send, ws_recv, ws_aux_blob; /* host blob workspaces */
     std::unique_ptr<CostModel> cost;      /* measured times (src/costmodel.h), created on first use */
     /* hierarchy (created on first use, freed with the state) */
@@ -97,8 +103,31 @@ struct CommState {
     /* CUDA module context for device buffers (created on the first device call) */
     void *gpu_ctx = nullptr;
     void (*gpu_destroy)(void *) = nullptr;
+    CommState();
     ~CommState();
     Buffer ws_f[4];          /* fp32 scratch of the CPU backend (coll/backend.h) */
+};
+
+/* The residual of (key, n) in st.ef, zero-filled when new, after applying the caps
+ * kMaxTrackedBuffers and kMaxResidualBytes. Caller holds st.mu. */
+std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n);
+/* st.ef_scratch sized n with capacity n: it is swapped into the table when the call succeeds,
+ * so every residual's memory is its own size (kMaxResidualBytes counts it). */
+float *state_ef_scratch(CommState &st, size_t n);
+
+/* Test-only introspection (tests/mpi/t_soak.c): the sizes of a communicator's tables and
+ * workspaces, and the number of live communicator states in the process. Exported as
+ *   extern "C" int compmpi_test_state_sizes(MPI_Comm comm, long long *v, int nv)
+ * (not in include/compmpi.h); v[i] for i < nv in the order of StateSize. */
+enum StateSize : int {
+    kSizeAwp,          /* awp entries (cap kMaxTrackedBuffers) */
+    kSizeEf,           /* error-feedback residuals (cap kMaxTrackedBuffers) */
+    kSizeEfBytes,      /* bytes of those residuals (cap kMaxResidualBytes) */
+    kSizeSched,        /* theta-schedule shapes (cap ScheduleState::kMaxShapes) */
+    kSizeCost,         /* cost-model entries (bounded by construction, src/costmodel.h) */
+    kSizeWorkspace,    /* bytes of host workspaces (grow-only: the largest call's needs) */
+    kSizeLiveStates,   /* communicator states alive in this process */
+    kSizeCount
 };
 
 /* Process-wide: defaults + environment, resolved at MPI_Init. */

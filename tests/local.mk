@@ -134,3 +134,11 @@ tests_mpi_t_nonblocking_LDADD = $(COMPMPI_LA) -lm
 MPITEST_PROGS += tests/mpi/t_plain_reduce_scatter
 tests_mpi_t_plain_reduce_scatter_SOURCES = tests/mpi/t_plain_reduce_scatter.c tests/mpi/mpitest.h
 tests_mpi_t_plain_reduce_scatter_LDADD = -lm
+# soak (bounded memory over many calls and communicators) and test-only fault injection
+MPITEST_PROGS += tests/mpi/t_soak tests/mpi/t_fault
+tests_mpi_t_soak_SOURCES = tests/mpi/t_soak.c tests/mpi/mpitest.h
+tests_mpi_t_soak_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_fault_SOURCES = tests/mpi/t_fault.c tests/mpi/mpitest.h
+tests_mpi_t_fault_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_soak_LDFLAGS = $(MPITEST_NOINSTALL)
+tests_mpi_t_fault_LDFLAGS = $(MPITEST_NOINSTALL)

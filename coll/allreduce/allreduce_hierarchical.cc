@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "coll.h"
+#include "fault.h"
 
 namespace compmpi {
 
@@ -70,7 +71,7 @@ Status clip_contribution(CollCtx &c, const float *src, size_t n, float *dst) {
     double any = 0;
     {
         ScopedTimer t(c.stats->ns_comm);
-        int rc = PMPI_Allreduce(&stat, &any, 1, MPI_DOUBLE, MPI_MAX, c.comm);
+        int rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(&stat, &any, 1, MPI_DOUBLE, MPI_MAX, c.comm));
         if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     }
     c.stats->bytes_wire += sizeof(double) * static_cast<size_t>(c.size - 1);
@@ -96,9 +97,10 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
     {
         ScopedTimer t(c.stats->ns_comm);
         if (h.node_rank == 0)
-            rc = PMPI_Reduce(contrib, out, cnt, MPI_FLOAT, MPI_SUM, 0, h.node);
+            rc = COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(contrib, out, cnt, MPI_FLOAT, MPI_SUM, 0, h.node));
         else
-            rc = PMPI_Reduce(contrib == MPI_IN_PLACE ? out : contrib, nullptr, cnt, MPI_FLOAT, MPI_SUM, 0, h.node);
+            rc = COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(contrib == MPI_IN_PLACE ? out : contrib, nullptr, cnt, MPI_FLOAT,
+                                                       MPI_SUM, 0, h.node));
     }
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
 
@@ -119,7 +121,7 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
         if (s == Status::nonfinite || s == Status::corrupt) {
             c.fallback_reason |= s == Status::nonfinite ? BLOB_NONFINITE : BLOB_ABANDON;
             ScopedTimer t(c.stats->ns_comm);
-            rc = PMPI_Allreduce(MPI_IN_PLACE, out, cnt, MPI_FLOAT, MPI_SUM, h.leaders);
+            rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(MPI_IN_PLACE, out, cnt, MPI_FLOAT, MPI_SUM, h.leaders));
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new, c.ef_res, n); /* residual still owed */
             s = Status::ok;
@@ -128,7 +130,7 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
     /* a leader's MPI error must not leave its node waiting in the broadcast */
     if (s != Status::ok && s != Status::mpi_error) return s;
     ScopedTimer t(c.stats->ns_comm);
-    rc = PMPI_Bcast(out, cnt, MPI_FLOAT, 0, h.node);
+    rc = COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(out, cnt, MPI_FLOAT, 0, h.node));
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     return s;
 }

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "coll.h"
+#include "fault.h"
 
 namespace compmpi {
 
@@ -68,7 +69,7 @@ Status start(CollCtx &c, MPI_Request *req, int rc) {
 
 Status wait(CollCtx &c, MPI_Request *req) {
     ScopedTimer t(c.stats->ns_comm);
-    int rc = PMPI_Wait(req, MPI_STATUS_IGNORE);
+    int rc = COMPMPI_FAULT_MPI(wait, PMPI_Wait(req, MPI_STATUS_IGNORE));
     if (rc == MPI_SUCCESS) return Status::ok;
     c.mpi_err = rc;
     return Status::mpi_error;
@@ -238,7 +239,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     auto start1 = [&](Segment &g) {
         c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
         if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, S);
-        return start(c, &g.req, PMPI_Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req));
+        return start(c, &g.req,
+                     COMPMPI_FAULT_MPI(ialltoall, PMPI_Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req)));
     };
     /* after phase 1 arrived: accumulate, encode the owned chunk, start phase 2 */
     auto reduce_and_start2 = [&](Segment &g, int k) {
@@ -273,7 +275,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);
         if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, S2);
         return start(c, &g.req,
-                     PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots, S2i, MPI_BYTE, c.comm, &g.req));
+                     COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots, S2i,
+                                                                   MPI_BYTE, c.comm, &g.req)));
     };
     /* after phase 2 arrived: every rank sees the same slots; decode or fall back */
     auto finish = [&](Segment &g) -> Status {
@@ -289,7 +292,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             /* exact path for this segment (its input is still intact) */
             ScopedTimer t(c.stats->ns_comm);
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + g.lo);
-            int rc = PMPI_Allreduce(sb, out + g.lo, static_cast<int>(g.n), MPI_FLOAT, MPI_SUM, c.comm);
+            int rc = COMPMPI_FAULT_MPI(
+                allreduce, PMPI_Allreduce(sb, out + g.lo, static_cast<int>(g.n), MPI_FLOAT, MPI_SUM, c.comm));
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             /* the exact path sent `in`, not input + residual: the residual is still owed */
             if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + g.lo, c.ef_res + g.lo, g.n);
