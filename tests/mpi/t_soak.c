@@ -1,0 +1,290 @@
+/* Soak: many small compressed collectives over hundreds of distinct buffers and dozens of
+ * communicators created and freed, checking that libcompmpi's memory stays bounded
+ * (docs/design.md, "Memory caps"). Calls rotate over four kinds of communicator:
+ *   A  MPI_COMM_WORLD, bitpack with awp: allreduce of a new element count almost every
+ *      call, so the awp table (key: collective, count, root) passes kMaxTrackedBuffers and
+ *      must restart, never grow past it;
+ *   B  a long-lived MPI_Comm_dup_with_info(topk, theta_schedule=linear): allreduce and
+ *      allgather of new counts, so the theta-schedule table passes ScheduleState::kMaxShapes;
+ *   C  a long-lived dup + MPI_Comm_set_info(error_feedback=1): allreduce into a new output
+ *      address every call, so the error-feedback table (key: address, count) passes
+ *      kMaxTrackedBuffers; its bytes stay under kMaxResidualBytes;
+ *   P  a pool of communicators replaced one by one (MPI_Comm_dup, MPI_Comm_dup_with_info,
+ *      MPI_Comm_split + MPI_Comm_set_info, dup + set_info, several codecs): allreduce,
+ *      allgather and bcast over the distinct buffers.
+ * Checks: every 16th call every rank holds the same bits (bcast: the root's buffer
+ * untouched) and, for dense codecs, the result is within the codec's bound of the exact
+ * sum; inputs are never written; after every call on A, B, C the test-only introspection
+ * compmpi_test_state_sizes (src/state.h) shows each table within its cap, and the largest
+ * size seen equals the cap (the cap was reached and held); the number of live communicator
+ * states never exceeds the communicators alive and is back to 1 (MPI_COMM_WORLD) after the
+ * last free; VmRSS grows by at most rss_slack MiB from the middle checkpoint to the end
+ * (tables saturated by then when calls >= 20000). VmRSS/VmHWM are printed at ten checkpoints.
+ * Arguments: calls=N (default 20000) buffers=B (256) pool=L (6) churn=K (replace a pool
+ * communicator every K pool calls; 100) rss_slack=MiB (16) quiet (no checkpoint lines).
+ * Run with COMPMPI_MIN_BYTES=256 (counts from 64 floats are then compressed) and
+ * COMPMPI_COST_MODEL=off (run_tests.sh sets it), so every eligible call really compresses. */
+#include "mpitest.h"
+
+/* test-only introspection (src/state.h, StateSize) */
+int compmpi_test_state_sizes(MPI_Comm comm, long long *v, int nv);
+enum { S_AWP, S_EF, S_EF_BYTES, S_SCHED, S_COST, S_WS, S_LIVE, S_N };
+#define CAP_TRACKED 4096      /* kMaxTrackedBuffers */
+#define CAP_SHAPES 4096       /* ScheduleState::kMaxShapes */
+#define CAP_EF_BYTES (1LL << 30) /* kMaxResidualBytes */
+#define SPAN 4352             /* distinct counts / addresses cycled: more than the caps */
+#define MAXN (64 + SPAN)
+
+static int rank, size;
+
+static float value(int r, int b, size_t i) {
+    uint64_t z = mt_mix(((uint64_t)b << 40) ^ ((uint64_t)r << 32) ^ i);
+    return (float)((int)(z % 2048) - 1024) / 16.0f; /* multiples of 1/16 in [-64, 64) */
+}
+
+static long status_kib(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t k = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k)) v = atol(line + k + 1);
+    if (f) fclose(f);
+    return v;
+}
+
+typedef struct {
+    MPI_Comm comm;
+    int dense; /* error bound checked: 1 bitpack (truncation), 2 fp16 / bf16, 0 none */
+    const char *what;
+} Slot;
+
+static MPI_Info info_of(const char *k1, const char *v1, const char *k2, const char *v2) {
+    MPI_Info info;
+    MPI_Info_create(&info);
+    if (k1) MPI_Info_set(info, k1, v1);
+    if (k2) MPI_Info_set(info, k2, v2);
+    return info;
+}
+
+/* the m-th pool communicator: a different way of making one, and different settings */
+static Slot make_pool_comm(int m) {
+    Slot s = {MPI_COMM_NULL, 1, ""};
+    MPI_Info info = MPI_INFO_NULL;
+    switch (m % 6) {
+        case 0: MPI_Comm_dup(MPI_COMM_WORLD, &s.comm); s.what = "dup"; break;
+        case 1:
+            s.dense = 2;
+            info = info_of("compmpi_codec", "fp16", NULL, NULL);
+            MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &s.comm);
+            s.what = "dup_with_info(fp16)";
+            break;
+        case 2:
+            MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &s.comm); /* ranks reversed */
+            s.dense = 2;
+            info = info_of("compmpi_codec", "bf16", NULL, NULL);
+            MPI_Comm_set_info(s.comm, info);
+            s.what = "split+set_info(bf16)";
+            break;
+        case 3:
+            MPI_Comm_dup(MPI_COMM_WORLD, &s.comm);
+            info = info_of("compmpi_error_feedback", "1", NULL, NULL);
+            MPI_Comm_set_info(s.comm, info);
+            s.dense = 0; /* the result also carries earlier residuals */
+            s.what = "dup+set_info(error_feedback)";
+            break;
+        case 4:
+            info = info_of("compmpi_codec", "q8", NULL, NULL);
+            MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &s.comm);
+            s.dense = 0;
+            s.what = "dup_with_info(q8)";
+            break;
+        default:
+            info = info_of("compmpi_codec", "topk", "compmpi_theta", "0.5");
+            MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &s.comm);
+            MPI_Comm_set_info(s.comm, info);
+            s.dense = 0;
+            s.what = "split+set_info(topk)";
+            break;
+    }
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    return s;
+}
+
+int main(int argc, char **argv) {
+    long calls = 20000, churn = 100;
+    int nbuf = 256, pool = 6, quiet = 0;
+    double rss_slack_mib = 16;
+    for (int i = 1; i < argc; ++i) {
+        if (!strncmp(argv[i], "calls=", 6)) calls = atol(argv[i] + 6);
+        else if (!strncmp(argv[i], "buffers=", 8)) nbuf = atoi(argv[i] + 8);
+        else if (!strncmp(argv[i], "pool=", 5)) pool = atoi(argv[i] + 5);
+        else if (!strncmp(argv[i], "churn=", 6)) churn = atol(argv[i] + 6);
+        else if (!strncmp(argv[i], "rss_slack=", 10)) rss_slack_mib = atof(argv[i] + 10);
+        else if (!strcmp(argv[i], "quiet")) quiet = 1;
+        else {
+            fprintf(stderr, "t_soak: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const double t0 = MPI_Wtime();
+
+    /* hundreds of distinct buffers (inputs and outputs), allocated separately */
+    float **in = malloc(sizeof(float *) * (size_t)nbuf), **out = malloc(sizeof(float *) * (size_t)nbuf);
+    for (int b = 0; b < nbuf; ++b) {
+        in[b] = malloc(sizeof(float) * MAXN);
+        out[b] = malloc(sizeof(float) * MAXN * (size_t)size);
+        for (size_t i = 0; i < MAXN; ++i) in[b][i] = value(rank, b, i);
+    }
+    float *arena = malloc(sizeof(float) * (SPAN + 256)); /* C: a new output address per call */
+    float *want = malloc(sizeof(float) * MAXN * (size_t)size);
+
+    /* A = MPI_COMM_WORLD (environment settings: bitpack, awp); B, C long-lived */
+    MPI_Comm A = MPI_COMM_WORLD, B, C;
+    MPI_Info ib = info_of("compmpi_codec", "topk", "compmpi_theta_schedule", "linear");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, ib, &B);
+    MPI_Info_free(&ib);
+    MPI_Comm_dup(MPI_COMM_WORLD, &C);
+    MPI_Info ic = info_of("compmpi_error_feedback", "1", NULL, NULL);
+    MPI_Comm_set_info(C, ic);
+    MPI_Info_free(&ic);
+    Slot *slot = malloc(sizeof(Slot) * (size_t)pool);
+    int made = 0;
+    for (int s = 0; s < pool; ++s) slot[s] = make_pool_comm(made++);
+
+    long long maxv[3][S_N];
+    memset(maxv, 0, sizeof maxv);
+    long long live_max = 0;
+    long rss_mid = -1, rss_end = -1;
+    long pool_calls = 0, checked = 0, counter[3] = {0, 0, 0};
+    for (long i = 0; i < calls; ++i) {
+        const int which = (int)(i % 4); /* 0 A, 1 B, 2 C, 3 pool */
+        MPI_Comm comm;
+        int kind = 0, dense = 1, root = 0; /* kind 0 allreduce, 1 allgather, 2 bcast */
+        size_t n;
+        int b;
+        float *o;
+        if (which < 3) {
+            const long j = counter[which]++;
+            b = (int)(j % nbuf);
+            comm = which == 0 ? A : which == 1 ? B : C;
+            n = which == 2 ? 256 : 64 + (size_t)(j % SPAN);
+            o = which == 2 ? arena + (j % SPAN) : out[b];
+            if (which == 1) kind = (int)(j % 2);
+            dense = which == 0; /* B topk, C error feedback: no per-call bound */
+        } else {
+            const long j = pool_calls++;
+            const int s = (int)(j % pool);
+            if (j > 0 && j % churn == 0) { /* replace one pool communicator */
+                const int r = (int)((j / churn) % pool);
+                MPI_Comm_free(&slot[r].comm);
+                slot[r] = make_pool_comm(made++);
+            }
+            comm = slot[s].comm;
+            dense = slot[s].dense;
+            b = (int)((j * 7) % nbuf);
+            n = 64 + (size_t)((b * 13) % 2000);
+            o = out[b];
+            kind = (int)(j % 3);
+            root = (int)((j / 3) % size);
+        }
+        int crank;
+        MPI_Comm_rank(comm, &crank);
+        const size_t on = kind == 1 ? n * (size_t)size : n;
+        if (kind == 0) MPI_Allreduce(in[b], o, (int)n, MPI_FLOAT, MPI_SUM, comm);
+        else if (kind == 1) MPI_Allgather(in[b], (int)n, MPI_FLOAT, o, (int)n, MPI_FLOAT, comm);
+        else {
+            memcpy(o, in[b], n * sizeof(float));
+            MPI_Bcast(o, (int)n, MPI_FLOAT, root, comm);
+        }
+        {
+            /* every 16th call of each kind of communicator: same bits everywhere, within bound */
+            if (i % 64 < 4) {
+                ++checked;
+                if (kind == 2)
+                    MT_CHECK(mt_bcast_ok(o, in[b], n * sizeof(float), root, comm), "call %ld: bcast differs", i);
+                else
+                    MT_CHECK(mt_identical(o, on * sizeof(float), comm), "call %ld: ranks differ", i);
+                if (dense) {
+                    /* the rank order of comm (split reverses it) */
+                    int *wr = malloc(sizeof(int) * (size_t)size);
+                    MPI_Allgather(&rank, 1, MPI_INT, wr, 1, MPI_INT, comm);
+                    /* bitpack keeps the top bits of each float (sign, exponent, leading
+                     * mantissa bits): |D(E(x)) - x| <= |x|, for every contribution and for
+                     * the re-encoded partial sum, so |result - sum| <= 2 sum |x_r|;
+                     * fp16 / bf16 of multiples of 1/16 in [-64, 64): rounding of the values
+                     * and of the partial sums, at most 2^-7 of 128 twice per rank */
+                    double worst = 0;
+                    for (size_t e = 0; e < on; ++e) {
+                        double w = 0, mag = 0;
+                        if (kind == 0)
+                            for (int r = 0; r < size; ++r) w += value(wr[r], b, e), mag += fabs(value(wr[r], b, e));
+                        else if (kind == 1) w = value(wr[e / n], b, e % n), mag = fabs(w);
+                        else w = value(wr[root], b, e), mag = fabs(w);
+                        const double bound = dense == 1 ? 2 * mag : (kind == 0 ? size : 1) * 2.0;
+                        const double excess = fabs(w - o[e]) - bound;
+                        if (excess > worst) worst = excess;
+                    }
+                    MT_CHECK(worst <= 0, "call %ld (%s n=%zu kind %d): error exceeds its bound by %g", i,
+                             which == 3 ? "pool" : "A", n, kind, worst);
+                    free(wr);
+                }
+            }
+        }
+        MT_CHECK(in[b][n - 1] == value(rank, b, n - 1) && in[b][0] == value(rank, b, 0), "call %ld wrote its input", i);
+        if (which < 3) {
+            long long v[S_N];
+            compmpi_test_state_sizes(comm, v, S_N);
+            for (int k = 0; k < S_N; ++k) maxv[which][k] = v[k] > maxv[which][k] ? v[k] : maxv[which][k];
+            MT_CHECK(v[S_AWP] <= CAP_TRACKED && v[S_EF] <= CAP_TRACKED && v[S_SCHED] <= CAP_SHAPES &&
+                         v[S_EF_BYTES] <= CAP_EF_BYTES,
+                     "call %ld: a table past its cap: awp %lld ef %lld (%lld bytes) sched %lld", i, v[S_AWP], v[S_EF],
+                     v[S_EF_BYTES], v[S_SCHED]);
+            if (v[S_LIVE] > live_max) live_max = v[S_LIVE];
+        }
+        const long step = calls / 10 > 0 ? calls / 10 : 1;
+        if ((i + 1) % step == 0) {
+            const long rss = status_kib("VmRSS:"), hwm = status_kib("VmHWM:");
+            if ((i + 1) / step == 5) rss_mid = rss;
+            rss_end = rss;
+            long long v[S_N];
+            compmpi_test_state_sizes(A, v, S_N);
+            if (!quiet && rank == 0)
+                printf("t_soak: call %ld/%ld t=%.1fs VmRSS=%ld KiB VmHWM=%ld KiB live_states=%lld comms_made=%d "
+                       "A: awp=%lld ws=%lld B: sched max %lld C: ef max %lld (%lld KiB)\n",
+                       i + 1, calls, MPI_Wtime() - t0, rss, hwm, v[S_LIVE], made + 3, v[S_AWP], v[S_WS],
+                       maxv[1][S_SCHED], maxv[2][S_EF], maxv[2][S_EF_BYTES] / 1024);
+        }
+    }
+    /* the caps were reached (enough distinct keys) and held */
+    if (counter[0] > CAP_TRACKED) MT_CHECK(maxv[0][S_AWP] == CAP_TRACKED, "A: awp table peaked at %lld", maxv[0][S_AWP]);
+    if (counter[1] > CAP_SHAPES) MT_CHECK(maxv[1][S_SCHED] == CAP_SHAPES, "B: schedule table peaked at %lld", maxv[1][S_SCHED]);
+    if (counter[2] > CAP_TRACKED) MT_CHECK(maxv[2][S_EF] == CAP_TRACKED, "C: residual table peaked at %lld", maxv[2][S_EF]);
+    MT_CHECK(maxv[2][S_EF_BYTES] <= (long long)CAP_TRACKED * 256 * 4, "C: residuals use %lld bytes for %d of 256 floats",
+             maxv[2][S_EF_BYTES], CAP_TRACKED);
+    /* live states: WORLD, B, C and the pool (a dup's state exists from the dup on) */
+    MT_CHECK(live_max <= 3 + pool, "%lld communicator states alive with %d communicators", live_max, 3 + pool);
+    if (rss_mid > 0)
+        MT_CHECK(rss_end - rss_mid <= (long)(rss_slack_mib * 1024), "VmRSS grew by %ld KiB from the middle to the end",
+                 rss_end - rss_mid);
+    for (int s = 0; s < pool; ++s) MPI_Comm_free(&slot[s].comm);
+    MPI_Comm_free(&B);
+    MPI_Comm_free(&C);
+    long long v[S_N];
+    compmpi_test_state_sizes(MPI_COMM_NULL, v, S_N);
+    MT_CHECK(v[S_LIVE] == 1, "%lld communicator states alive after freeing all but MPI_COMM_WORLD", v[S_LIVE]);
+    if (rank == 0)
+        printf("t_soak: %ld calls (%ld checked) over %d buffers, %d communicators made and freed, %.1f s; "
+               "VmRSS middle %ld KiB, end %ld KiB, VmHWM %ld KiB\n",
+               calls, checked, nbuf, made + 2, MPI_Wtime() - t0, rss_mid, rss_end, status_kib("VmHWM:"));
+    for (int b = 0; b < nbuf; ++b) free(in[b]), free(out[b]);
+    free(in);
+    free(out);
+    free(arena);
+    free(want);
+    free(slot);
+    return mt_finish();
+}
