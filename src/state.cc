@@ -79,12 +79,12 @@ uint8_t *Buffer::get(size_t bytes) {
 
 void state_set_env_mismatch() { g_env_mismatch = true; }
 
-std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n) {
+std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n, size_t max_bytes) {
     const BufferKey k{reinterpret_cast<uintptr_t>(key), n};
     auto it = st.ef.find(k);
     if (it != st.ef.end()) return &it->second;
     /* a new residual: restart the table if it would pass either cap (rank-local state) */
-    if (st.ef.size() >= kMaxTrackedBuffers || (st.ef_floats + n) * sizeof(float) > kMaxResidualBytes) {
+    if (st.ef.size() >= kMaxTrackedBuffers || (st.ef_floats + n) * sizeof(float) > max_bytes) {
         st.ef.clear();
         st.ef_floats = 0;
     }

@@ -110,7 +110,8 @@ struct CommState {
 
 /* The residual of (key, n) in st.ef, zero-filled when new, after applying the caps
  * kMaxTrackedBuffers and kMaxResidualBytes. Caller holds st.mu. */
-std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n);
+std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n,
+                                      size_t max_bytes = kMaxResidualBytes /* tests pass a smaller cap */);
 /* st.ef_scratch sized n with capacity n: it is swapped into the table when the call succeeds,
  * so every residual's memory is its own size (kMaxResidualBytes counts it). */
 float *state_ef_scratch(CommState &st, size_t n);

@@ -142,3 +142,9 @@ tests_mpi_t_fault_SOURCES = tests/mpi/t_fault.c tests/mpi/mpitest.h
 tests_mpi_t_fault_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_soak_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_fault_LDFLAGS = $(MPITEST_NOINSTALL)
+# state caps (src/state.h)
+check_PROGRAMS += tests/unit/test_state
+TESTS_UNIT += tests/unit/test_state
+tests_unit_test_state_SOURCES = tests/unit/test_state.cc tests/unit/testutil.h
+tests_unit_test_state_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_state_LDADD = $(UNIT_LDADD)
