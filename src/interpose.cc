@@ -290,7 +290,8 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             /* A PMPI call failed on this rank inside the algorithm: the communicator's error
              * handler sees it (the default one aborts). If the handler returns, the peers may
              * still wait in the algorithm's next exchange and nothing can tell them: abort
-             * cleanly rather than leave the job hanging (docs/design.md, "Failures"). */
+             * cleanly rather than leave the job hanging (docs/design.md, "Memory caps and
+             * failures"). */
             raise_error(a.comm, c.mpi_err);
             log_error("%s of %zu floats: MPI error %d inside the compressed algorithm; the other ranks cannot "
                       "learn of it, aborting the job rather than hanging", coll_name(a.kind), n, c.mpi_err);
