@@ -12,7 +12,7 @@
  *     the job to abort cleanly (no rank can tell the others), never to hang.
  * Data are multiples of 1/16 in [-64, 64): sums over a few ranks are exact in any order, so
  * the exact result is known locally; bitpack's widths cannot carry them exactly.
- * Arguments: coll=allreduce|allgather|bcast  calls=K  fallback=N|none|all  root=R  n=ELEMS
+ * Arguments: coll=allreduce|allgather|bcast|reduce_scatter_block  calls=K  fallback=N|none|all  root=R  n=ELEMS
  *            errors=fatal|return|handler  segment=E (pipelined allreduce, E elements per
  *            segment: only the faulted first segment of call N falls back)
  * A watchdog (alarm) ends a hung run after 120 s, well before the testlist timeout. */
@@ -72,14 +72,15 @@ int main(int argc, char **argv) {
         MPI_Errhandler_free(&eh);
     }
     const int is_ar = !strcmp(coll, "allreduce"), is_ag = !strcmp(coll, "allgather"), is_bc = !strcmp(coll, "bcast");
-    MT_CHECK(is_ar || is_ag || is_bc, "coll=%s", coll);
-    const size_t out_n = is_ag ? n * (size_t)size : n;
-    float *in = malloc(n * sizeof(float)), *keep = malloc(n * sizeof(float));
+    const int is_rs = !strcmp(coll, "reduce_scatter_block"); /* n elements per block */
+    MT_CHECK(is_ar || is_ag || is_bc || is_rs, "coll=%s", coll);
+    const size_t out_n = is_ag ? n * (size_t)size : n, in_n = is_rs ? n * (size_t)size : n;
+    float *in = malloc(in_n * sizeof(float)), *keep = malloc(in_n * sizeof(float));
     float *out = malloc(out_n * sizeof(float)), *want = malloc(out_n * sizeof(float));
     int errs_returned = 0;
     for (int k = 1; k <= calls; ++k) {
-        for (size_t i = 0; i < n; ++i) in[i] = value(g_rank, k, i);
-        memcpy(keep, in, n * sizeof(float));
+        for (size_t i = 0; i < in_n; ++i) in[i] = value(g_rank, k, i);
+        memcpy(keep, in, in_n * sizeof(float));
         int rc;
         if (is_ar) {
             for (size_t i = 0; i < n; ++i) {
@@ -88,6 +89,13 @@ int main(int argc, char **argv) {
                 want[i] = s;
             }
             rc = MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm);
+        } else if (is_rs) {
+            for (size_t i = 0; i < n; ++i) {
+                float s = 0;
+                for (int r = 0; r < size; ++r) s += value(r, k, (size_t)g_rank * n + i);
+                want[i] = s;
+            }
+            rc = MPI_Reduce_scatter_block(in, out, (int)n, MPI_FLOAT, MPI_SUM, comm);
         } else if (is_ag) {
             for (int r = 0; r < size; ++r)
                 for (size_t i = 0; i < n; ++i) want[(size_t)r * n + i] = value(r, k, i);
@@ -104,10 +112,10 @@ int main(int argc, char **argv) {
             MT_CHECK(0, "call %d returned MPI error %d instead of aborting the job", k, rc);
             break;
         }
-        MT_CHECK(memcmp(in, keep, n * sizeof(float)) == 0, "call %d wrote the input buffer", k);
+        MT_CHECK(memcmp(in, keep, in_n * sizeof(float)) == 0, "call %d wrote the input buffer", k);
         if (is_bc) /* the root's buffer untouched, every receiver the same bits */
             MT_CHECK(mt_bcast_ok(out, keep, n * sizeof(float), root, comm), "call %d: bcast results differ", k);
-        else
+        else if (!is_rs) /* reduce-scatter: each rank holds another block */
             MT_CHECK(mt_identical(out, out_n * sizeof(float), comm), "call %d: ranks hold different results", k);
         /* the root of a bcast keeps its own data whatever happened: judge on the receivers */
         int exact = memcmp(out, want, out_n * sizeof(float)) == 0, all_exact = 0, any_exact = 0;
