@@ -122,8 +122,8 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     bool own_done = false;
     if (P == 2 && S <= INT_MAX) {
         MPI_Request req = MPI_REQUEST_NULL;
-        CMPI_CHECK(start(c, &req, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, static_cast<int>(S),
-                                                   MPI_BYTE, c.comm, &req)));
+        CMPI_CHECK(start(c, &req, COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all,
+                                                                             static_cast<int>(S), MPI_BYTE, c.comm, &req))));
         poke(&req);
         BlobInfo own;
         if (static_cast<const void *>(out) != static_cast<const void *>(in) &&
