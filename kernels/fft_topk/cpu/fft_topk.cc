@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -45,6 +46,9 @@ using sparse::kSegWords;
 template <class T> struct AlignedBuf {
     T *p = nullptr;
     size_t cap = 0;
+    AlignedBuf() = default;
+    AlignedBuf(const AlignedBuf &) = delete;
+    AlignedBuf &operator=(const AlignedBuf &) = delete;
     ~AlignedBuf() { std::free(p); }
     T *get(size_t n) {
         if (n > cap) {
@@ -525,8 +529,8 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
     const Layout L = layout(n, param);
     const size_t nb = L.nblocks();
     /* every payload validated before anything is written (same verdict on every rank) */
-    static thread_local std::vector<DecScratch> bufs;
-    if (bufs.size() < static_cast<size_t>(cnt)) bufs.resize(static_cast<size_t>(cnt));
+    static thread_local std::vector<std::unique_ptr<DecScratch>> bufs; /* (AlignedBuf does not copy) */
+    while (bufs.size() < static_cast<size_t>(cnt)) bufs.push_back(std::make_unique<DecScratch>());
     std::vector<Parsed> parts(static_cast<size_t>(cnt));
     std::vector<double> raw(nb), total(nb, 0.0);
     int sc = 0;
@@ -539,7 +543,7 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
                 return Status::corrupt;
             continue;
         }
-        CMPI_CHECK(parse(in[j], len[j], L, N, mode, lvl, threads, bufs[j], &parts[j], raw.data()));
+        CMPI_CHECK(parse(in[j], len[j], L, N, mode, lvl, threads, *bufs[j], &parts[j], raw.data()));
         sc = std::max(sc, parts[j].sc);
         for (size_t i = 0; i < nb; ++i) total[i] += std::ldexp(raw[i], parts[j].sc); /* 2^sc_j-scaled bound */
     }
