@@ -134,3 +134,8 @@ tests_mpi_t_nonblocking_LDADD = $(COMPMPI_LA) -lm
 MPITEST_PROGS += tests/mpi/t_plain_reduce_scatter
 tests_mpi_t_plain_reduce_scatter_SOURCES = tests/mpi/t_plain_reduce_scatter.c tests/mpi/mpitest.h
 tests_mpi_t_plain_reduce_scatter_LDADD = -lm
+# fft_topk: spectral sum in the sparse allgather allreduce (fft_sum_domain)
+MPITEST_PROGS += tests/mpi/t_fft_sum
+tests_mpi_t_fft_sum_SOURCES = tests/mpi/t_fft_sum.c tests/mpi/mpitest.h
+tests_mpi_t_fft_sum_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_fft_sum_LDFLAGS = $(MPITEST_NOINSTALL)
