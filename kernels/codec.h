@@ -111,6 +111,13 @@ struct CodecOps {
      * of the two-phase allreduce). terngrad uses it to send the 2P+1 levels exactly.
      * nullptr: phase 2 uses the same parameters. */
     Status (*reduced_params)(const CodecParams &p, CodecParams *out);
+    /* Optional (codecs whose decode is linear in a domain of their own): out = the sum of the
+     * cnt payloads' decoded values, added in index order, every payload validated before out
+     * is written; the same bits for the same payloads on every rank and thread count. All
+     * payloads share p (bits/variant/param). fft_topk sums the spectra, then inverts once.
+     * nullptr: callers decode each payload and add (decode_add). */
+    Status (*decode_sum)(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                         float *out);
 };
 
 /* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */

@@ -148,3 +148,8 @@ TESTS_UNIT += tests/unit/test_state
 tests_unit_test_state_SOURCES = tests/unit/test_state.cc tests/unit/testutil.h
 tests_unit_test_state_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_state_LDADD = $(UNIT_LDADD)
+# fft_topk: spectral sum in the sparse allgather allreduce (fft_sum_domain)
+MPITEST_PROGS += tests/mpi/t_fft_sum
+tests_mpi_t_fft_sum_SOURCES = tests/mpi/t_fft_sum.c tests/mpi/mpitest.h
+tests_mpi_t_fft_sum_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_fft_sum_LDFLAGS = $(MPITEST_NOINSTALL)

@@ -6,6 +6,9 @@
  * A. allgather (small P, or data sparse only in another domain such as fft_topk's spectrum)
  *      ──PMPI_Allgather (stride = largest b_j)──► b_0 ... b_{P-1} on every rank
  *      out = D(b_0) + D(b_1) + ... + D(b_{P-1})           (rank order: same bits everywhere)
+ *    or, for a codec with decode_sum (fft_topk, setting fft_sum_domain=spectral), the sum
+ *    formed in the codec's own domain: out = F^-1(S(b_0) + ... + S(b_{P-1})), one inverse
+ *    transform instead of P
  *
  * B. sparse reduce-scatter + allgather (SparCML), for codecs whose decoded data is sparse
  *    in its own domain (CODEC_SPATIAL_SPARSE): s_j = D(b_j) is an exact sparse vector
@@ -67,11 +70,31 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
     CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
     c.stats->bytes_wire += stride * static_cast<size_t>(P - 1);
     /* validate every blob before writing `out` (same bytes on every rank: same verdict) */
+    std::vector<BlobInfo> info(P);
+    bool same = true; /* every blob from the same codec with the same header parameters */
     for (int j = 0; j < P; ++j) {
-        BlobInfo info;
-        if (blob_peek(all + displs[j], lens[j], n, &info) != Status::ok || info.flags) return Status::corrupt;
+        if (blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags) return Status::corrupt;
+        same = same && info[j].codec == info[0].codec && info[j].bits == info[0].bits &&
+               info[j].variant == info[0].variant && info[j].param == info[0].param;
     }
     ScopedTimer t(c.stats->ns_decode);
+    /* a codec linear in a domain of its own (fft_topk: the spectrum) sums the P payloads
+     * there and leaves that domain once (decode_sum); host data only. Its decision depends
+     * on the received bytes and the (rank-agreed) settings: the same on every rank. */
+    const CodecOps *dc = codec_by_id(static_cast<int>(info[0].codec));
+    const bool spectral = c.st->settings.fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
+    if (same && dc && dc->decode_sum && spectral && c.be == &backend_cpu()) {
+        std::vector<const uint8_t *> pay(P);
+        std::vector<size_t> plen(P);
+        for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + kBlobHeaderBytes, plen[j] = info[j].payload;
+        CodecParams p;
+        p.bits = info[0].bits;
+        p.variant = info[0].variant;
+        p.param = info[0].param;
+        p.simd = c.params.simd;
+        p.threads = c.params.threads;
+        return dc->decode_sum(pay.data(), plen.data(), P, n, p, out);
+    }
     for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
     return Status::ok;
 }

@@ -59,6 +59,17 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
 Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
               int threads, int mode = 0);
 
+/* out = (or out +=, add) the sum of the cnt payloads' decoded values, added in index order.
+ * spectral (default): the kept coefficients of every payload are added per block into one
+ * spectrum (in index order, each scaled by 2^(sc_j - max sc), exact), then ONE inverse
+ * transform per block (the FFT is linear); spatial: one inverse transform per payload, the
+ * results added in index order (what decode_add P times computes, bit for bit). Either way
+ * every payload is validated before out is written, and the result depends only on the
+ * payloads and their order (same bits on every rank, any thread count). If a summed
+ * spectrum could overflow (only near the encoder's refusal limit) the spatial sum is used. */
+Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, float *out,
+                  bool add, SimdLevel lvl, int threads, int mode = 0, bool spectral = true);
+
 /* For benchmarks: the forward and inverse transforms alone, with the codec's plans and
  * buffers (x -> blockwise r2c -> c2r -> y, unnormalised). */
 void transforms_only(const float *x, size_t n, uint32_t param, float *y, int threads);

@@ -25,7 +25,7 @@
 
 namespace compmpi {
 
-inline constexpr uint32_t kCudaModuleAbi = 2; /* 2: error-feedback residuals in device memory */
+inline constexpr uint32_t kCudaModuleAbi = 3; /* 2: error-feedback residuals in device memory; 3: CodecOps::decode_sum */
 
 /* The symbol the core resolves; the module exports nothing else. */
 #define COMPMPI_CUDA_MODULE_SYMBOL "compmpi_cuda_module_v1"

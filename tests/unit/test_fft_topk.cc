@@ -1,7 +1,8 @@
 /* fft_topk: fidelity against spatial top-k on smooth gradient-like data, near-exact roundtrip
  * at theta = 0 with 16-bit range floats, decode_add == decode + add, identical bytes on every
  * path / thread count / block layout, exact payload sizes, NaN/Inf and huge inputs, exact
- * power-of-two scale invariance, corrupt payloads rejected without touching the output. */
+ * power-of-two scale invariance, corrupt payloads rejected without touching the output;
+ * decode_sum (spectral sum of P payloads) against the spatial sum and the exact sum. */
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -411,6 +412,128 @@ void given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_hea
     assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, w.size(), v.data(), false, simd_detect(), 2)), 0);
 }
 
+
+double norm2(const std::vector<float> &x) {
+    double s = 0;
+    for (float v : x) s += (double)v * v;
+    return std::sqrt(s);
+}
+double dist2(const std::vector<float> &x, const std::vector<float> &y) {
+    double s = 0;
+    for (size_t i = 0; i < x.size(); ++i) s += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+    return std::sqrt(s);
+}
+
+/* Linearity (allreduce fast path): decode_sum of P payloads, summed in the spectral domain
+ * with one inverse transform per block, against (a) the spatial sum D_0 + ... + D_{P-1} of the
+ * per-payload decodes (rank order) and (b) the exact sum of the inputs. Bounds, not tuned:
+ *   (a) rounding only: one fp32 FFT of length L errs by at most ~ 7 eps log2(L) relative in the
+ *       2-norm (Higham, Accuracy and Stability, Thm 24.2: log2 L (mu + gamma_4 (sqrt2 + mu))),
+ *       P-1 additions of coefficients or of outputs by (P-1) eps; both sums together:
+ *       |spectral - spatial| <= 2 (7 log2 L + P + 1) eps sum_j |D_j|;
+ *   (b) the triangle inequality over the codec's own per-contribution errors:
+ *       |spectral - sum x_j| <= sum_j |D_j - x_j| + (a)'s bound.
+ * decode_sum(spatial) must be the rank-order sum of decodes bit for bit, and the spectral result
+ * must not depend on the SIMD path or thread count (ranks end with identical bits). A huge
+ * contribution (prescale sc > 0) mixed with unit ones exercises the 2^(sc_j - sc) alignment. */
+void given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_and_exact_sum_within_codec_error(void **) {
+    const double eps = std::ldexp(1.0, -24);
+    struct Case {
+        size_t n;
+        uint32_t block;
+        int P;
+        bool huge;
+    };
+    const Case cases[] = {{1000, 0, 2, false},       {150001, 16384, 2, false}, {150001, 16384, 3, false},
+                          {150001, 4096, 4, false},  {150001, 0, 3, false},     {70000, 16384, 3, true},
+                          {65536, 16384, 2, false}};
+    for (const Case &cs : cases) {
+        const size_t n = cs.n;
+        std::vector<std::vector<float>> x(cs.P), D(cs.P);
+        std::vector<std::vector<uint8_t>> pay(cs.P);
+        std::vector<const uint8_t *> in(cs.P);
+        std::vector<size_t> len(cs.P);
+        double codec_err = 0, sumD = 0;
+        std::vector<double> exact(n, 0.0);
+        for (int j = 0; j < cs.P; ++j) {
+            x[j] = smooth_data(n, 100 + j);
+            /* huge: contributions 1 and 2 at 2^60 and 2^52 (prescales sc = 15 and 7), 0 at 1 */
+            const float scale = cs.huge && j ? std::ldexp(1.0f, j == 1 ? 60 : 52) : static_cast<float>(j + 1);
+            for (auto &v : x[j]) v *= scale;
+            pay[j] = enc(x[j], 10, cs.block, 0.85);
+            if (cs.huge && j) assert_true(pay[j][12] > 0); /* prescale on */
+            D[j] = dec(pay[j], n, 10, cs.block);
+            in[j] = pay[j].data();
+            len[j] = pay[j].size();
+            codec_err += dist2(D[j], x[j]);
+            sumD += norm2(D[j]);
+            for (size_t i = 0; i < n; ++i) exact[i] += x[j][i];
+        }
+        if (cs.huge) assert_true(pay[1][12] != pay[2][12]); /* different prescales to align */
+        std::vector<float> spatial_ref(n);
+        for (size_t i = 0; i < n; ++i) {
+            float a = D[0][i];
+            for (int j = 1; j < cs.P; ++j) a += D[j][i];
+            spatial_ref[i] = a;
+        }
+        std::vector<float> spatial(n + 1, 77.0f), spectral(n + 1, 77.0f);
+        assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
+                                                               spatial.data(), false, SimdLevel::scalar, 1, 0, false)), 0);
+        assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
+                                                               spectral.data(), false, SimdLevel::scalar, 1, 0, true)), 0);
+        assert_true(spatial[n] == 77.0f && spectral[n] == 77.0f);
+        spatial.pop_back();
+        spectral.pop_back();
+        assert_memory_equal(spatial.data(), spatial_ref.data(), n * sizeof(float));
+
+        const double L = static_cast<double>(fft_topk::layout(n, cs.block).B);
+        const double round_bound = 2.0 * (7.0 * std::log2(L) + cs.P + 1) * eps * sumD;
+        const double d_ss = dist2(spectral, spatial);
+        std::vector<float> exact_f(n);
+        double e_spec = 0, e_spat = 0, nx = 0;
+        for (size_t i = 0; i < n; ++i) {
+            e_spec += (spectral[i] - exact[i]) * (spectral[i] - exact[i]);
+            e_spat += (spatial[i] - exact[i]) * (spatial[i] - exact[i]);
+            nx += exact[i] * exact[i];
+        }
+        e_spec = std::sqrt(e_spec), e_spat = std::sqrt(e_spat), nx = std::sqrt(nx);
+        std::printf("n=%zu B=%u P=%d%s: |spectral-spatial| / sum|D_j| = %.2e (bound %.2e); rel. error vs exact sum: "
+                    "spectral %.6f spatial %.6f (bound sum|D_j-x_j| / |sum x| = %.6f)\n",
+                    n, cs.block, cs.P, cs.huge ? " (contributions x 1, 2^60, 2^52)" : "", d_ss / sumD, round_bound / sumD,
+                    e_spec / nx, e_spat / nx, codec_err / nx);
+        assert_true(d_ss <= round_bound);
+        assert_true(e_spec <= codec_err + round_bound);
+
+        /* every SIMD path and thread count: the same bits */
+        for (SimdLevel l : levels())
+            for (int t : {1, 2}) {
+                std::vector<float> y(n);
+                assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
+                                                                       y.data(), false, l, t)), 0);
+                assert_memory_equal(y.data(), spectral.data(), n * sizeof(float));
+            }
+        /* add mode: acc + the spectral sum */
+        std::vector<float> acc(n, 1.5f);
+        assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
+                                                               acc.data(), true, SimdLevel::scalar, 1)), 0);
+        for (size_t i = 0; i < n; ++i) assert_true(acc[i] == 1.5f + spectral[i]);
+        /* the codec op (what the allreduce calls) is the spectral sum */
+        CodecParams p = params(10, cs.block, 0);
+        std::vector<float> viaop(n);
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode_sum(in.data(), len.data(), cs.P, n, p, viaop.data())), 0);
+        assert_memory_equal(viaop.data(), spectral.data(), n * sizeof(float));
+        /* one damaged payload: corrupt, out untouched */
+        std::vector<uint8_t> bad = pay[cs.P - 1];
+        bad[16] ^= 1; /* k no longer matches the length */
+        in[cs.P - 1] = bad.data();
+        std::vector<float> untouched(n, 5.0f);
+        assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
+                                                               untouched.data(), false, SimdLevel::scalar, 1)),
+                         static_cast<int>(Status::corrupt));
+        for (float v : untouched) assert_true(v == 5.0f);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -426,6 +549,7 @@ int main() {
         cmocka_unit_test(given_random_damage_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
         cmocka_unit_test(given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_header),
+        cmocka_unit_test(given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_and_exact_sum_within_codec_error),
     };
     return cmocka_run_group_tests_name("fft_topk", tests, nullptr, nullptr);
 }

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -45,6 +46,9 @@ using sparse::kSegWords;
 template <class T> struct AlignedBuf {
     T *p = nullptr;
     size_t cap = 0;
+    AlignedBuf() = default;
+    AlignedBuf(const AlignedBuf &) = delete;
+    AlignedBuf &operator=(const AlignedBuf &) = delete;
     ~AlignedBuf() { std::free(p); }
     T *get(size_t n) {
         if (n > cap) {
@@ -61,14 +65,15 @@ template <class T> struct AlignedBuf {
 };
 
 struct Plans {
-    fftwf_plan r2c = nullptr, c2r = nullptr;
+    fftwf_plan r2c = nullptr, c2r = nullptr; /* in place */
+    fftwf_plan c2r_oop = nullptr;             /* out of place: FFTW_ESTIMATE picks a faster c2r */
 };
 
 std::mutex g_plan_mu;
 
-/* In-place plans for length len, made on (and valid for) 64-byte aligned arrays of
- * 2*(len/2+1) floats. */
-Plans plans_for(size_t len, float *aligned_buf) {
+/* Plans for length len, made on (and valid for) 64-byte aligned arrays of 2*(len/2+1)
+ * floats: in place on aligned_buf, out of place from aligned_buf to aligned_out. */
+Plans plans_for(size_t len, float *aligned_buf, float *aligned_out = nullptr) {
     static std::map<size_t, Plans> *cache = new std::map<size_t, Plans>; /* plans live to exit */
     std::lock_guard<std::mutex> lk(g_plan_mu);
     auto it = cache->find(len);
@@ -79,7 +84,10 @@ Plans plans_for(size_t len, float *aligned_buf) {
     /* FFTW_ESTIMATE never touches the arrays while planning */
     p.r2c = fftwf_plan_dft_r2c_1d(n, aligned_buf, c, FFTW_ESTIMATE);
     p.c2r = fftwf_plan_dft_c2r_1d(n, c, aligned_buf, FFTW_ESTIMATE);
-    if (p.r2c && p.c2r) cache->emplace(len, p);
+    /* FFTW_ESTIMATE never touches the arrays: any aligned pointer pair will do */
+    float *o = aligned_out ? aligned_out : aligned_buf + 16; /* (not executed on) */
+    p.c2r_oop = fftwf_plan_dft_c2r_1d(n, c, o, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+    if (p.r2c && p.c2r && p.c2r_oop) cache->emplace(len, p);
     return p;
 }
 
@@ -159,15 +167,35 @@ AVX512 void masks_avx512(const uint32_t *k, uint32_t T, uint64_t *gt, uint64_t *
     *eq = e;
 }
 
+/* dst = src (len floats); returns max(bits & 0x7FFFFFFF): >= 0x7F800000 iff NaN/Inf. One
+ * pass that replaces the separate scan of the input (the loop vectorises per target). */
+#define COMPMPI_COPY_AMAX(SUFFIX, ATTR)                                                \
+    ATTR uint32_t copy_amax_##SUFFIX(const float *src, float *dst, size_t len) {       \
+        const uint32_t *s = reinterpret_cast<const uint32_t *>(src);                  \
+        uint32_t *d = reinterpret_cast<uint32_t *>(dst);                              \
+        uint32_t m = 0;                                                               \
+        for (size_t t = 0; t < len; ++t) {                                            \
+            const uint32_t v = s[t];                                                  \
+            d[t] = v;                                                                 \
+            m = std::max(m, v & 0x7FFFFFFFu);                                         \
+        }                                                                             \
+        return m;                                                                     \
+    }
+COMPMPI_COPY_AMAX(scalar, )
+COMPMPI_COPY_AMAX(avx2, __attribute__((target("avx2"))))
+COMPMPI_COPY_AMAX(avx512, __attribute__((target("avx512f,avx512vl"))))
+#undef COMPMPI_COPY_AMAX
+
 struct Kernels {
     void (*keys)(const float *, size_t, uint32_t *);
     void (*masks)(const uint32_t *, uint32_t, uint64_t *, uint64_t *);
+    uint32_t (*copy_amax)(const float *, float *, size_t);
 };
 Kernels kernels(SimdLevel l) {
     switch (l) {
-        case SimdLevel::avx512: return {keys_avx512, masks_avx512};
-        case SimdLevel::avx2: return {keys_avx2, masks_avx2};
-        default: return {keys_scalar, masks_scalar};
+        case SimdLevel::avx512: return {keys_avx512, masks_avx512, copy_amax_avx512};
+        case SimdLevel::avx2: return {keys_avx2, masks_avx2, copy_amax_avx2};
+        default: return {keys_scalar, masks_scalar, copy_amax_scalar};
     }
 }
 
@@ -194,7 +222,6 @@ struct EncScratch {
 struct DecScratch {
     AlignedBuf<float> vals;    /* 2k dequantised parts */
     AlignedBuf<uint64_t> rank; /* kept positions before each bitmap word */
-    AlignedBuf<float> slot;    /* one block's transform slot */
 };
 
 }  // namespace
@@ -242,18 +269,7 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
     const size_t need = payload_bytes(L, k, N);
     if (cap < need) return Status::invalid_arg;
 
-    /* scan: NaN/Inf, max|x| */
-    rf::Stats xs;
-    if (rf::gather_stats(in, n, &xs, threads, lvl)) return Status::nonfinite;
-    const double xmax = rf::u2f(xs.amax);
-    if (8.0 * static_cast<double>(L.C) * xmax > kOutBound) return Status::unsupported;
-    /* prescale so that |c| <= B max|x| 2^-sc <= 2^62 and |c|^2 stays finite */
-    const int xexp = xs.amax ? static_cast<int>(xs.amax >> 23) - 126 : 0; /* max|x| < 2^xexp */
-    const int sc = std::max(0, xexp + ceil_log2(std::max<size_t>(L.B, 1)) - 62);
-    const float pre = std::ldexp(1.0f, -sc);
-
     std::memset(out, 0, kHeaderBytes);
-    out[12] = static_cast<uint8_t>(sc);
     put64(out + 16, k);
     uint8_t *bitmap = out + kHeaderBytes;
     uint8_t *codes = bitmap + L.Cp / 8;
@@ -270,38 +286,62 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
     if (!store || !keys || !kept) return Status::no_memory;
     const Kernels K = kernels(lvl);
 
-    /* blocks: transform, keys, level-1 histogram */
+    /* blocks: copy (scanning max|x| and NaN/Inf on the way), transform, keys, level-1
+     * histogram. The transform runs on x * 2^-sc; sc depends on max|x|, which is known only
+     * after every block was copied: the first pass assumes sc = 0 (every input below
+     * ~2^62 / B) and a second pass with the prescale runs only if that was wrong. */
     const size_t nb = L.nblocks();
     std::vector<uint64_t> h1(sparse::kLevel1Buckets, 0);
     bool plan_fail = false;
+    uint32_t amax = 0;
+    auto blocks = [&](int sc) {
+        const float pre = std::ldexp(1.0f, -sc);
+        std::fill(h1.begin(), h1.end(), 0);
 #pragma omp parallel num_threads(threads) if (nb > 1 && threads > 1 && n >= sparse::kParallelMin)
-    {
-        std::vector<uint64_t> local(sparse::kLevel1Buckets, 0);
+        {
+            std::vector<uint64_t> local(sparse::kLevel1Buckets, 0);
+            uint32_t m = 0;
 #pragma omp for schedule(static)
-        for (size_t i = 0; i < nb; ++i) {
-            float *slot = store + 2 * L.pos(i);
-            const size_t len_i = L.len(i), c_i = L.coefs(i), s_i = L.slots(i);
-            const Plans p = plans_for(len_i, slot);
-            if (!p.r2c) {
+            for (size_t i = 0; i < nb; ++i) {
+                float *slot = store + 2 * L.pos(i);
+                const size_t len_i = L.len(i), c_i = L.coefs(i), s_i = L.slots(i);
+                const Plans p = plans_for(len_i, slot);
+                if (!p.r2c) {
 #pragma omp critical(compmpi_fft_fail)
-                plan_fail = true;
-                continue;
+                    plan_fail = true;
+                    continue;
+                }
+                const float *src = in + i * L.B;
+                if (sc)
+                    for (size_t t = 0; t < len_i; ++t) slot[t] = src[t] * pre; /* exact: a power of two */
+                else
+                    m = std::max(m, K.copy_amax(src, slot, len_i));
+                fftwf_execute_dft_r2c(p.r2c, slot, reinterpret_cast<fftwf_complex *>(slot));
+                std::memset(slot + 2 * c_i, 0, 2 * (s_i - c_i) * sizeof(float)); /* padding positions */
+                uint32_t *kk = keys + L.pos(i);
+                K.keys(slot, c_i, kk);
+                std::fill(kk + c_i, kk + s_i, 0u); /* never kept: real keys are >= 1 */
+                /* the mask matters only in a pass the caller discards (NaN keys can have the
+                 * sign bit set); real keys are < 2^31 */
+                for (size_t j = 0; j < s_i; ++j) ++local[(kk[j] >> 20) & (sparse::kLevel1Buckets - 1)];
             }
-            const float *src = in + i * L.B;
-            if (sc)
-                for (size_t t = 0; t < len_i; ++t) slot[t] = src[t] * pre; /* exact: a power of two */
-            else
-                std::memcpy(slot, src, len_i * sizeof(float));
-            fftwf_execute_dft_r2c(p.r2c, slot, reinterpret_cast<fftwf_complex *>(slot));
-            std::memset(slot + 2 * c_i, 0, 2 * (s_i - c_i) * sizeof(float)); /* padding positions */
-            uint32_t *kk = keys + L.pos(i);
-            K.keys(slot, c_i, kk);
-            std::fill(kk + c_i, kk + s_i, 0u); /* never kept: real keys are >= 1 */
-            for (size_t j = 0; j < s_i; ++j) ++local[kk[j] >> 20];
-        }
 #pragma omp critical(compmpi_fft_h1)
-        for (uint32_t j = 0; j < sparse::kLevel1Buckets; ++j) h1[j] += local[j];
-    }
+            {
+                for (uint32_t j = 0; j < sparse::kLevel1Buckets; ++j) h1[j] += local[j];
+                amax = std::max(amax, m);
+            }
+        }
+    };
+    blocks(0);
+    if (plan_fail) return Status::no_memory;
+    if (amax >= 0x7F800000u) return Status::nonfinite;
+    const double xmax = rf::u2f(amax);
+    if (8.0 * static_cast<double>(L.C) * xmax > kOutBound) return Status::unsupported;
+    /* prescale so that |c| <= B max|x| 2^-sc <= 2^62 and |c|^2 stays finite */
+    const int xexp = amax ? static_cast<int>(amax >> 23) - 126 : 0; /* max|x| < 2^xexp */
+    const int sc = std::max(0, xexp + ceil_log2(std::max<size_t>(L.B, 1)) - 62);
+    out[12] = static_cast<uint8_t>(sc);
+    if (sc) blocks(sc);
     if (plan_fail) return Status::no_memory;
     /* keys over the padding (0) count in h1 but are below every real key, and k <= C */
 
@@ -338,25 +378,32 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
     return Status::ok;
 }
 
-Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
-              int threads, int mode) {
-    if (N < rf::kBitsMin || N > rf::kBitsMax || len < kHeaderBytes) return Status::corrupt;
-    if (lvl > simd_detect()) lvl = simd_detect();
-    const Layout L = layout(n, param);
+namespace {
+
+/* One validated, dequantised payload. */
+struct Parsed {
+    const uint8_t *bitmap = nullptr;
+    const uint64_t *rank = nullptr; /* kept positions before each bitmap word */
+    const float *vals = nullptr;    /* 2k dequantised parts */
+    int sc = 0;
+};
+
+/* Validate a payload (header, bitmap, length, overflow bound) and dequantise it into B.
+ * raw[i] = the bound 2 sum(|re| + |im|) of block i's kept coefficients (unscaled). */
+Status parse(const uint8_t *in, size_t len, const Layout &L, int N, int mode, SimdLevel lvl, int threads, DecScratch &B,
+             Parsed *P, double *raw) {
     rf::Quant f;
     CMPI_CHECK(rf::read_header(in, N, mode, &f));
     const int sc = in[12];
     if (in[13] | in[14] | in[15]) return Status::corrupt;
     const uint64_t k = get64(in + 16);
     if (k > L.C || sc > 100 || len != payload_bytes(L, k, N)) return Status::corrupt;
-    if (n == 0) return Status::ok;
     const uint8_t *bitmap = in + kHeaderBytes, *codes = bitmap + L.Cp / 8;
     const size_t nw = L.Cp / 64, nb = L.nblocks();
 
     /* bitmap: padding bits zero, popcount == k; rank of every word */
-    static thread_local DecScratch S;
-    uint64_t *rank = S.rank.get(nw + 1);
-    float *vals = S.vals.get(2 * k);
+    uint64_t *rank = B.rank.get(nw + 1);
+    float *vals = B.vals.get(2 * k);
     if (!rank || !vals) return Status::no_memory;
     const uint64_t total = sparse::rank_words(bitmap, nw, rank, lvl >= SimdLevel::avx2);
     bool bad = false;
@@ -378,16 +425,30 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
         const size_t r0 = rank[L.pos(i) / 64], r1 = rank[(L.pos(i) + L.slots(i)) / 64];
         double sum = 0;
         for (size_t r = r0; r < r1; ++r) sum += std::fabs(static_cast<double>(vals[2 * r])) + std::fabs(static_cast<double>(vals[2 * r + 1]));
-        const double raw = 2.0 * sum, scaled = std::ldexp(raw, sc) / static_cast<double>(L.len(i));
-        if (raw > kOutBound || scaled > kOutBound) bad = true;
+        raw[i] = 2.0 * sum;
+        const double scaled = std::ldexp(raw[i], sc) / static_cast<double>(L.len(i));
+        if (raw[i] > kOutBound || scaled > kOutBound) bad = true;
     }
     if (bad) return Status::corrupt;
+    P->bitmap = bitmap;
+    P->rank = rank;
+    P->vals = vals;
+    P->sc = sc;
+    return Status::ok;
+}
 
-    /* per block: zero a slot, scatter, inverse transform, scale into out */
-    auto one_block = [&](size_t i, float *slot, int inner_threads) -> bool {
+/* out (or out +=, add) = the inverse transform of sum_j 2^(sc_j - sc) spectrum_j, times
+ * 2^sc / L per block, the cnt spectra added in index order. cnt == 1 is the plain decode. */
+Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *out, bool add, int threads) {
+    const size_t nb = L.nblocks();
+    std::vector<float> f(static_cast<size_t>(cnt));
+    for (int j = 0; j < cnt; ++j) f[j] = std::ldexp(1.0f, parts[j].sc - sc); /* exact power of two, <= 1 */
+
+    /* per block: zero a slot, scatter(-add) the kept coefficients, c2r into tmp, scale into out */
+    auto one_block = [&](size_t i, float *slot, float *tmp, int inner_threads) -> bool {
         const size_t len_i = L.len(i), s_i = L.slots(i);
-        const Plans p = plans_for(len_i, slot);
-        if (!p.c2r) return false;
+        const Plans p = plans_for(len_i, slot, tmp);
+        if (!p.c2r_oop) return false;
         const size_t w0 = L.pos(i) / 64, w1 = w0 + s_i / 64;
         const bool par = inner_threads > 1 && len_i >= sparse::kParallelMin;
         const size_t nsub = (w1 - w0 + kSegWords - 1) / kSegWords;
@@ -395,16 +456,25 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
         for (size_t q = 0; q < nsub; ++q) {
             const size_t a = w0 + q * kSegWords, b = std::min(w1, a + kSegWords);
             std::memset(slot + 2 * 64 * (a - w0), 0, 2 * 64 * (b - a) * sizeof(float));
-            for (size_t w = a; w < b; ++w) {
-                size_t r = rank[w];
-                for (uint64_t m = get64(bitmap + 8 * w); m; m &= m - 1, ++r) {
-                    const size_t j = 64 * (w - w0) + __builtin_ctzll(m);
-                    slot[2 * j] = vals[2 * r];
-                    slot[2 * j + 1] = vals[2 * r + 1];
+            for (int j = 0; j < cnt; ++j) {
+                const Parsed &P = parts[j];
+                const float fj = f[j];
+                for (size_t w = a; w < b; ++w) {
+                    size_t r = P.rank[w];
+                    for (uint64_t m = get64(P.bitmap + 8 * w); m; m &= m - 1, ++r) {
+                        const size_t t = 64 * (w - w0) + __builtin_ctzll(m);
+                        if (j == 0) {
+                            slot[2 * t] = P.vals[2 * r] * fj;
+                            slot[2 * t + 1] = P.vals[2 * r + 1] * fj;
+                        } else {
+                            slot[2 * t] += P.vals[2 * r] * fj;
+                            slot[2 * t + 1] += P.vals[2 * r + 1] * fj;
+                        }
+                    }
                 }
             }
         }
-        fftwf_execute_dft_c2r(p.c2r, reinterpret_cast<fftwf_complex *>(slot), slot);
+        fftwf_execute_dft_c2r(p.c2r_oop, reinterpret_cast<fftwf_complex *>(slot), tmp);
         const float scale = static_cast<float>(std::ldexp(1.0, sc) / static_cast<double>(len_i));
         float *dst = out + i * L.B;
         const size_t nchunk = (len_i + sparse::kSegPos - 1) / sparse::kSegPos;
@@ -412,27 +482,28 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
         for (size_t q = 0; q < nchunk; ++q) {
             const size_t a = q * sparse::kSegPos, b = std::min(len_i, a + sparse::kSegPos);
             if (add)
-                for (size_t t = a; t < b; ++t) dst[t] += slot[t] * scale;
+                for (size_t t = a; t < b; ++t) dst[t] += tmp[t] * scale;
             else
-                for (size_t t = a; t < b; ++t) dst[t] = slot[t] * scale;
+                for (size_t t = a; t < b; ++t) dst[t] = tmp[t] * scale;
         }
         return true;
     };
 
     bool ok = true;
     if (nb == 1) {
-        float *slot = S.slot.get(2 * L.slots(0));
-        if (!slot) return Status::no_memory;
-        ok = one_block(0, slot, threads);
+        static thread_local AlignedBuf<float> slot1, tmp1;
+        float *slot = slot1.get(2 * L.slots(0)), *tmp = tmp1.get(2 * L.slots(0));
+        if (!slot || !tmp) return Status::no_memory;
+        ok = one_block(0, slot, tmp, threads);
     } else {
-#pragma omp parallel num_threads(threads) if (threads > 1 && n >= sparse::kParallelMin)
+#pragma omp parallel num_threads(threads) if (threads > 1 && L.n >= sparse::kParallelMin)
         {
-            static thread_local AlignedBuf<float> tslot;
-            float *slot = tslot.get(2 * L.P);
-            bool mine = slot != nullptr;
+            static thread_local AlignedBuf<float> tslot, ttmp;
+            float *slot = tslot.get(2 * L.P), *tmp = ttmp.get(2 * L.P);
+            bool mine = slot != nullptr && tmp != nullptr;
 #pragma omp for schedule(static)
             for (size_t i = 0; i < nb; ++i)
-                if (mine) mine = one_block(i, slot, 1);
+                if (mine) mine = one_block(i, slot, tmp, 1);
             if (!mine) {
 #pragma omp critical(compmpi_fft_fail)
                 ok = false;
@@ -440,6 +511,52 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
         }
     }
     return ok ? Status::ok : Status::no_memory;
+}
+
+}  // namespace
+
+Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
+              int threads, int mode) {
+    return decode_sum(&in, &len, 1, n, N, param, out, add, lvl, threads, mode);
+}
+
+Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, float *out,
+                  bool add, SimdLevel lvl, int threads, int mode, bool spectral) {
+    if (N < rf::kBitsMin || N > rf::kBitsMax || cnt < 1) return Status::corrupt;
+    for (int j = 0; j < cnt; ++j)
+        if (len[j] < kHeaderBytes) return Status::corrupt;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const Layout L = layout(n, param);
+    const size_t nb = L.nblocks();
+    /* every payload validated before anything is written (same verdict on every rank) */
+    static thread_local std::vector<std::unique_ptr<DecScratch>> bufs; /* (AlignedBuf does not copy) */
+    while (bufs.size() < static_cast<size_t>(cnt)) bufs.push_back(std::make_unique<DecScratch>());
+    std::vector<Parsed> parts(static_cast<size_t>(cnt));
+    std::vector<double> raw(nb), total(nb, 0.0);
+    int sc = 0;
+    for (int j = 0; j < cnt; ++j) {
+        if (n == 0) { /* header checks only */
+            rf::Quant f;
+            CMPI_CHECK(rf::read_header(in[j], N, mode, &f));
+            if (in[j][12] > 100 || (in[j][13] | in[j][14] | in[j][15]) || get64(in[j] + 16) > L.C ||
+                len[j] != payload_bytes(L, get64(in[j] + 16), N))
+                return Status::corrupt;
+            continue;
+        }
+        CMPI_CHECK(parse(in[j], len[j], L, N, mode, lvl, threads, *bufs[j], &parts[j], raw.data()));
+        sc = std::max(sc, parts[j].sc);
+        for (size_t i = 0; i < nb; ++i) total[i] += std::ldexp(raw[i], parts[j].sc); /* 2^sc_j-scaled bound */
+    }
+    if (n == 0) return Status::ok;
+    /* the summed spectrum obeys the same bound as each part; if it does not (only for
+     * contributions near the encoder's refusal limit), sum in the data domain instead */
+    for (size_t i = 0; i < nb && spectral; ++i) {
+        const double r = std::ldexp(total[i], -sc), scaled = total[i] / static_cast<double>(L.len(i));
+        if (r > kOutBound || scaled > kOutBound) spectral = false;
+    }
+    if (spectral || cnt == 1) return synthesise(L, parts.data(), cnt, sc, out, add, threads);
+    for (int j = 0; j < cnt; ++j) CMPI_CHECK(synthesise(L, &parts[j], 1, parts[j].sc, out, add || j > 0, threads));
+    return Status::ok;
 }
 
 /* ---------------------------------------------------------------- CodecOps */
@@ -470,6 +587,11 @@ Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams 
     return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
 }
 
+Status ft_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
+    if (ft_check(p) != Status::ok) return Status::corrupt;
+    return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, true);
+}
+
 }  // namespace
 }  // namespace compmpi::fft_topk
 
@@ -480,6 +602,6 @@ extern const CodecOps codec_fft_topk_ops = {
     CODEC_SPARSE,
     fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
     fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode, fft_topk::ft_decode,
-    fft_topk::ft_decode_add, nullptr,
+    fft_topk::ft_decode_add, nullptr, fft_topk::ft_decode_sum,
 };
 }  // namespace compmpi
