@@ -32,8 +32,6 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=87"
 export COMPMPI_THREADS=1 OMP_NUM_THREADS=2
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-# a copy of the binary: rebuilding the tree does not touch a running campaign
-cp "$build/tests/fuzz/fuzz_decode" "$work/fuzz_decode"
 
 one() { # codec
     local c=$1 d=$work/$1
@@ -46,7 +44,10 @@ one() { # codec
     echo $? >"$d/rc"
     date -u +%H:%M:%S >"$d/end"
 }
+# CAMPAIGN_REPORT_ONLY=1: no fuzzing, the table (and --seeds) of an earlier run in WORK_DIR
 if [ "${CAMPAIGN_REPORT_ONLY:-0}" != 1 ]; then
+    # a copy of the binary: rebuilding the tree does not touch a running campaign
+    cp "$build/tests/fuzz/fuzz_decode" "$work/fuzz_decode"
     export -f one; export top work runs seconds
     printf '%s\n' $codecs | xargs -P "$jobs" -I{} bash -c 'one {}'
 fi
