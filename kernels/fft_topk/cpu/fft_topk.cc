@@ -47,7 +47,7 @@ template <class T> struct AlignedBuf {
     size_t cap = 0;
     ~AlignedBuf() { std::free(p); }
     T *get(size_t n) {
-        if (n > cap) {
+        if (n > cap || !p) { /* !p: get(0) on a fresh buffer is a buffer too (k = 0 blobs) */
             std::free(p);
             p = nullptr;
             cap = 0;
