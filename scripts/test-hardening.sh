@@ -115,16 +115,25 @@ part_clang() {
     local omp
     omp=$(dirname "$rt")/../../../../libomp.so.5  # .../llvm-14/lib/clang/V/lib/linux -> .../llvm-14/lib
     mpi_list_asan "$dir" "$rt $omp" || return 1
-    local t out status=0
+    local t c out secs status=0
     rm -rf "$dir/fuzz-run" && mkdir -p "$dir/fuzz-run/artifacts"
-    for t in fuzz_decode fuzz_header fuzz_settings; do
+    # fuzz_decode runs once per decoder (FUZZ_CODEC, corpus/fuzz_decode/<codec>/); the
+    # decoders share one FUZZ_SECONDS between them (ceil(FUZZ_SECONDS / codecs) each), so the
+    # whole fuzz step still costs about 3 x FUZZ_SECONDS. FUZZ_CODECS picks a subset.
+    local codecs ncodecs
+    codecs=${FUZZ_CODECS:-$(sed -n 's/^COMPMPI_CODEC([a-z0-9_]*, *[0-9]*, *"\([a-z0-9_]*\)")/\1/p' kernels/codecs.def)}
+    ncodecs=$(wc -w <<<"$codecs")
+    for t in $(printf 'fuzz_decode:%s ' $codecs) fuzz_header fuzz_settings; do
+        c=${t#fuzz_decode:}; [ "$c" = "$t" ] && c=
+        secs=$FUZZ_SECONDS
+        [ -n "$c" ] && secs=$(((FUZZ_SECONDS + ncodecs - 1) / ncodecs))
         # libFuzzer adds what it finds to the first corpus directory: a copy, not the tree's
-        cp -r "tests/fuzz/corpus/$t" "$dir/fuzz-run/$t"
-        out=$dir/fuzz-run/$t.log
-        if "$dir/tests/fuzz/$t" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-            -artifact_prefix="$dir/fuzz-run/artifacts/$t-" "$dir/fuzz-run/$t" >"$out" 2>&1; then
-            printf '%-14s %s\n' "$t" "$(grep -E '^stat::(number_of_executed_units|new_units_added)' "$out" | tr '\n' ' ')"
-            grep -E '^#[0-9]+ *DONE' "$out" | tail -1
+        cp -r "tests/fuzz/corpus/${t/://}" "$dir/fuzz-run/${t/:/-}"
+        out=$dir/fuzz-run/${t/:/-}.log
+        if FUZZ_CODEC=$c "$dir/tests/fuzz/${t%%:*}" -max_total_time="$secs" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+            ${c:+-max_len=16500} -artifact_prefix="$dir/fuzz-run/artifacts/${t/:/-}-" "$dir/fuzz-run/${t/:/-}" >"$out" 2>&1; then
+            printf '%-22s %s\n' "$t" "$(grep -E '^stat::(number_of_executed_units|new_units_added)' "$out" | tr '\n' ' ')"
+            grep -E '^#[0-9]+[[:space:]]+DONE' "$out" | tail -1
         else
             echo "$t: FAILED"; grep -vE '^(INFO|#[0-9]+ )' "$out" | tail -40
             status=1

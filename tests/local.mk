@@ -52,7 +52,7 @@ endif
 noinst_PROGRAMS += tests/fuzz/make_corpus
 tests_fuzz_make_corpus_SOURCES = tests/fuzz/make_corpus.cc tests/fuzz/fuzz_target.h
 tests_fuzz_make_corpus_LDADD = libcompmpi_core.la
-EXTRA_DIST += tests/fuzz/corpus
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/campaign.sh
 
 # ---- MPI tests: small programs run by tests/mpi/run_tests.sh from tests/mpi/testlist.
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.

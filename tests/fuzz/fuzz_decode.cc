@@ -3,15 +3,63 @@
  * the status is ok, corrupt or nonfinite; nothing is read outside the blob or written
  * outside the n floats (both heap blocks sized exactly: ASan); a flagged or rejected header
  * leaves the output untouched; and a blob that decodes gives the same bits at every SIMD
- * level (ranks on different CPUs must agree). Input layout: fuzz_target.h. */
+ * level (ranks on different CPUs must agree). Input layout: fuzz_target.h.
+ *
+ * One decoder per run (FUZZ_CODEC=<name>, read once in LLVMFuzzerInitialize): the header's
+ * codec byte is set to that codec's id in the copy decoded, so every execution reaches that
+ * decoder's header checks and each codec gets its own campaign, corpus directory
+ * (tests/fuzz/corpus/fuzz_decode/<name>/) and execution count. Inputs committed from such a
+ * campaign carry the id in their own codec byte (scripts/fuzz-campaign.sh writes it), so
+ * they replay the same without FUZZ_CODEC. Unset or "all": every codec, the byte as read.
+ * Expected counts are capped at FUZZ_MAX_COUNT floats (default fuzz::kMaxCount). */
 #include <cstring>
 #include <memory>
-#include <vector>
+#include <string>
 
 #include "codec.h"
 #include "fuzz_target.h"
 
 using namespace compmpi;
+
+namespace {
+int g_codec = -1;                     /* -1: every codec */
+uint64_t g_max_count = fuzz::kMaxCount;
+/* what the executions libFuzzer counts were: rejected by the header check (or flagged),
+ * handed to the decoder (by its status); printed at exit */
+uint64_t g_bad_header, g_decoded[3];
+void print_counts() {
+    std::fprintf(stderr, "fuzz_decode: codec %s: %llu header rejected or flagged, "
+                 "decoder ran on %llu (ok %llu, corrupt %llu, nonfinite %llu)\n",
+                 g_codec < 0 ? "all" : codec_by_id(g_codec)->name,
+                 static_cast<unsigned long long>(g_bad_header),
+                 static_cast<unsigned long long>(g_decoded[0] + g_decoded[1] + g_decoded[2]),
+                 static_cast<unsigned long long>(g_decoded[0]), static_cast<unsigned long long>(g_decoded[1]),
+                 static_cast<unsigned long long>(g_decoded[2]));
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+    const char *c = std::getenv("FUZZ_CODEC");
+    if (c && *c && std::strcmp(c, "all") != 0) {
+        const CodecOps *ops = codec_by_name(c);
+        if (!ops) {
+            std::fprintf(stderr, "fuzz_decode: FUZZ_CODEC=%s is not a codec (%s|all)\n", c, codec_names());
+            std::exit(2);
+        }
+        g_codec = static_cast<int>(ops->id);
+    }
+    if (const char *m = std::getenv("FUZZ_MAX_COUNT"); m && *m) {
+        char *end = nullptr;
+        const unsigned long long v = std::strtoull(m, &end, 10);
+        if (*end || v == 0 || v > (1ull << 26)) {
+            std::fprintf(stderr, "fuzz_decode: FUZZ_MAX_COUNT=%s is not a count in 1..2^26\n", m);
+            std::exit(2);
+        }
+        g_max_count = v;
+    }
+    std::atexit(print_counts);
+    return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < fuzz::kDecodePrefix) return 0;
@@ -20,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const size_t avail = size - fuzz::kDecodePrefix;
     uint64_t n = fuzz::rd32(data + 1);
     if (!(ctl & 8)) n = avail >= kBlobHeaderBytes ? fuzz::rd64(blob_in + 16) : n;
-    if (n > fuzz::kMaxCount) n %= fuzz::kMaxCount + 1;
+    if (n > g_max_count) n %= g_max_count + 1;
     const bool acc = ctl & 1;
     SimdLevel lvl = static_cast<SimdLevel>((ctl >> 1) & 3);
     if (static_cast<int>(lvl) == 3 || lvl > simd_detect()) lvl = simd_detect();
@@ -29,24 +77,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* exactly sized copies: an overread or overflow by one byte is an ASan report */
     std::unique_ptr<uint8_t[]> blob(new uint8_t[avail ? avail : 1]);
     if (avail) std::memcpy(blob.get(), blob_in, avail);
-    std::unique_ptr<float[]> out(new float[n ? n : 1]), ref(new float[n ? n : 1]);
-    for (uint64_t i = 0; i < n; ++i) out[i] = ref[i] = static_cast<float>(i % 7) - 3.0f;
-    std::vector<float> before(out.get(), out.get() + n);
+    if (g_codec >= 0 && avail > 5) blob[5] = static_cast<uint8_t>(g_codec); /* header byte 5: codec id */
+    std::unique_ptr<float[]> out(new float[n ? n : 1]), ref(new float[n ? n : 1]), before(new float[n ? n : 1]);
+    for (uint64_t i = 0; i < n; ++i) out[i] = ref[i] = before[i] = static_cast<float>(i % 7) - 3.0f;
 
     BlobInfo info;
     const Status hs = blob_peek(blob.get(), avail, n, &info);
     const Status s = blob_decode(blob.get(), avail, n, out.get(), acc, lvl, threads);
     FUZZ_REQUIRE(s == Status::ok || s == Status::corrupt || s == Status::nonfinite, "status %s", status_str(s));
     if (hs != Status::ok || info.flags) {
+        ++g_bad_header;
         FUZZ_REQUIRE(s != Status::ok, "a rejected or flagged header decoded");
-        FUZZ_REQUIRE(n == 0 || std::memcmp(before.data(), out.get(), n * sizeof(float)) == 0,
+        FUZZ_REQUIRE(n == 0 || std::memcmp(before.get(), out.get(), n * sizeof(float)) == 0,
                      "output written for a rejected or flagged header");
         return 0;
     }
-    if (s == Status::ok && lvl != SimdLevel::scalar) {
+    ++g_decoded[s == Status::ok ? 0 : s == Status::corrupt ? 1 : 2];
+    if (lvl != SimdLevel::scalar) {
         const Status s2 = blob_decode(blob.get(), avail, n, ref.get(), acc, SimdLevel::scalar, 1);
-        FUZZ_REQUIRE(s2 == Status::ok, "scalar path rejects what %s accepts", simd_name(lvl));
-        FUZZ_REQUIRE(n == 0 || std::memcmp(ref.get(), out.get(), n * sizeof(float)) == 0,
+        FUZZ_REQUIRE(s2 == s, "codec %d: %s says %s, scalar %s", static_cast<int>(info.codec), simd_name(lvl),
+                     status_str(s), status_str(s2));
+        FUZZ_REQUIRE(s != Status::ok || n == 0 || std::memcmp(ref.get(), out.get(), n * sizeof(float)) == 0,
                      "codec %d: %s and scalar decode differ", static_cast<int>(info.codec), simd_name(lvl));
     }
     return 0;

@@ -3,6 +3,7 @@
  * rounding, q8 types, terngrad packing and buckets, qsgd buckets, sparsifier theta and FFT
  * blocks), at two lengths, plus a NaN-flagged blob per codec; and every setting with its
  * default and each allowed value as "key=value" under the three key spellings.
+ * fuzz_decode's inputs go to fuzz_decode/<codec>/ (one libFuzzer campaign per decoder).
  * Usage: make_corpus DIR   (regenerate after a format change; inputs are deterministic). */
 #include <sys/stat.h>
 
@@ -73,7 +74,7 @@ void blob(const CodecOps &c, const Settings &cfg, const std::string &tag, size_t
     d.push_back(static_cast<uint8_t>(0x06 | (idx & 1)));
     put_le(d, n, 4);
     d.insert(d.end(), b.begin(), b.end());
-    write("fuzz_decode", name, d);
+    write("fuzz_decode/" + std::string(c.name), name, d); /* one directory per decoder */
     std::vector<uint8_t> h;
     put_le(h, n, 8);
     h.insert(h.end(), b.begin(), b.end());
@@ -109,6 +110,8 @@ int main(int argc, char **argv) {
     }
     g_dir = argv[1];
     for (const char *sub : {"", "/fuzz_decode", "/fuzz_header", "/fuzz_settings"}) mkdir((g_dir + sub).c_str(), 0755);
+    for (int id = 0; id < 256; ++id)
+        if (const CodecOps *c = codec_by_id(id)) mkdir((g_dir + "/fuzz_decode/" + c->name).c_str(), 0755);
 
     /* header variants named by settings, per codec */
     struct Variant { const char *codec, *key, *values; };

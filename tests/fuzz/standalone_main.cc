@@ -49,6 +49,7 @@ bool run_path(const std::string &path) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
     std::vector<std::string> paths(argv + 1, argv + argc);
     if (paths.empty()) {
         const char *src = std::getenv("top_srcdir");

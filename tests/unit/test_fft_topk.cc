@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "fft_topk/fft_topk.h"
 #include "policy.h"
@@ -315,6 +316,33 @@ void given_random_damage_when_decoding_expect_ok_or_corrupt(void **) {
 }
 
 /* Settings -> params -> blob -> decode with nothing but the header (what every rank does). */
+/* Found by fuzzing (tests/fuzz/corpus/fuzz_decode/fft_topk/regress-k0-fresh-thread): a blob
+ * that keeps no coefficient (k = 0, a valid payload: bitmap all zero, range header zero)
+ * decoded to zeros on a thread that had decoded before, but a thread's first decode asked its
+ * scratch buffer for 0 floats, got a null pointer and returned no_memory, so ranks could
+ * disagree on the same bytes. Every decode of it, on a fresh thread, must be ok: zeros, or
+ * the accumulator unchanged. */
+void given_blob_keeping_no_coefficient_when_decoding_on_fresh_thread_expect_zeros(void **) {
+    const size_t n = 36;
+    BlobInfo info{};
+    info.codec = CodecId::fft_topk;
+    info.bits = 8;
+    info.param = 16384; /* the default fft_block */
+    info.count = n;
+    info.payload = 32; /* rf header + k (= 0) + one bitmap word for 36 -> 64 slots */
+    std::vector<uint8_t> blob(kBlobHeaderBytes + info.payload, 0);
+    blob_write_header(blob.data(), info);
+    for (SimdLevel l : {SimdLevel::scalar, simd_detect()})
+        for (bool add : {false, true}) {
+            std::vector<float> out(n, 2.5f);
+            Status s = Status::invalid_arg;
+            std::thread t([&] { s = blob_decode(blob.data(), blob.size(), n, out.data(), add, l, 1); });
+            t.join();
+            assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
+            for (float v : out) assert_true(v == (add ? 2.5f : 0.0f));
+        }
+}
+
 void given_settings_when_going_through_the_blob_layer_expect_roundtrip(void **) {
     Settings st = settings_defaults();
     st.theta = 0.85;
@@ -547,6 +575,7 @@ int main() {
         cmocka_unit_test(given_layout_when_sizing_expect_exact_and_decoder_bounds),
         cmocka_unit_test(given_corrupt_payload_when_decoding_expect_corrupt),
         cmocka_unit_test(given_random_damage_when_decoding_expect_ok_or_corrupt),
+        cmocka_unit_test(given_blob_keeping_no_coefficient_when_decoding_on_fresh_thread_expect_zeros),
         cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
         cmocka_unit_test(given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_header),
         cmocka_unit_test(given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_and_exact_sum_within_codec_error),

@@ -51,7 +51,7 @@ template <class T> struct AlignedBuf {
     AlignedBuf &operator=(const AlignedBuf &) = delete;
     ~AlignedBuf() { std::free(p); }
     T *get(size_t n) {
-        if (n > cap) {
+        if (n > cap || !p) { /* !p: get(0) on a fresh buffer is a buffer too (k = 0 blobs) */
             std::free(p);
             p = nullptr;
             cap = 0;
