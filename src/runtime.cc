@@ -20,15 +20,22 @@ namespace {
 std::atomic<bool> g_active{false};
 thread_local int t_depth = 0;
 
-/* Cores this rank may use for codec kernels: its binding if it is bound to part of the
- * machine, else the node's cores divided among the ranks sharing the node. */
-int auto_threads() {
+/* Ranks of MPI_COMM_WORLD on this node. Collective over MPI_COMM_WORLD: every rank calls it,
+ * whatever its own COMPMPI_THREADS says (MPMD ranks may set it differently; a rank that
+ * skipped the split would leave the others waiting in it). */
+int node_local_ranks() {
     int local = 1;
     MPI_Comm node;
     if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         PMPI_Comm_size(node, &local);
         PMPI_Comm_free(&node);
     }
+    return local;
+}
+
+/* Cores this rank may use for codec kernels: its binding if it is bound to part of the
+ * machine, else the node's cores divided among the `local` ranks sharing the node. */
+int auto_threads(int local) {
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0) return 1;
     int threads = 1;
@@ -82,7 +89,8 @@ void runtime_init() {
     if (s.simd != simd_kind::auto_)
         simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
                    : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
-    kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads());
+    const int local = node_local_ranks(); /* collective: on every rank, before any local choice */
+    kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
     if (state_keyval_create() != Status::ok) {
         log_error("could not create the communicator attribute; libcompmpi passes every call through");
