@@ -18,7 +18,7 @@
  *             one rank per node (node_size=1): the algorithm the alpha-beta rule names
  *             (rule_halving: 16 KiB buffers are latency-bound, halving-doubling from 4 ranks;
  *             1 MiB: two-phase at 4 and 5 ranks, halving-doubling at 8); an unknown
- *             algorithm name is refused.
+ *             algorithm name is refused. Argument noauto: skip these (8 ranks, to save time).
  * Error figures are printed (docs/design.md quotes them). */
 #include "compmpi.h"
 #include "mpitest.h"
@@ -140,8 +140,8 @@ static void check_q8_once(size_t n) {
 }
 
 /* NaN on rank `bad` (or huge values everywhere: partial sums overflow) -> the exact result */
-static void check_nonfinite(const char *codec, size_t n, int bad, int overflow) {
-    MPI_Comm c = comm_with(codec, "halving_doubling"), e = comm_with("none", "");
+static void check_nonfinite(MPI_Comm e, const char *codec, size_t n, int bad, int overflow) {
+    MPI_Comm c = comm_with(codec, "halving_doubling");
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *z = malloc(n * sizeof(float));
     mt_fill(x, n, 3, R);
     if (overflow) {
@@ -155,7 +155,6 @@ static void check_nonfinite(const char *codec, size_t n, int bad, int overflow) 
              overflow ? "overflow" : "NaN");
     free(x); free(y); free(z);
     MPI_Comm_free(&c);
-    MPI_Comm_free(&e);
 }
 
 /* The rule of docs/design.md for bitpack 16 bits on one rank per node, from the blob format:
@@ -175,16 +174,18 @@ static int rule_halving(size_t n) {
     return hd < 0.9 * two;
 }
 
-/* auto: the same bits as the algorithm the rule names */
-static void check_auto(size_t n, const char *node_size, int want_halving) {
-    MPI_Comm a = comm_with("bitpack", "auto"), t = comm_with("bitpack", "twophase"),
-             h = comm_with("bitpack", "halving_doubling");
-    MPI_Comm cs[3] = {a, t, h};
+/* auto: the same bits as the algorithm the rule names; cs = auto, twophase, halving_doubling */
+static void auto_comms(MPI_Comm cs[3], const char *node_size) {
+    const char *alg[3] = {"auto", "twophase", "halving_doubling"};
     for (int i = 0; i < 3; ++i) {
+        cs[i] = comm_with("bitpack", alg[i]);
         set(cs[i], "bits", "16");
         set(cs[i], "hierarchy", "auto"); /* the node count auto reads */
         set(cs[i], "node_size", node_size);
     }
+}
+
+static void check_auto(MPI_Comm cs[3], size_t n, const char *node_size, int want_halving) {
     float *x = malloc(n * sizeof(float)), *y[3];
     mt_fill(x, n, 11, R);
     for (int i = 0; i < 3; ++i) {
@@ -198,10 +199,7 @@ static void check_auto(size_t n, const char *node_size, int want_halving) {
                  want_halving ? "halving_doubling" : "twophase");
     else
         MT_CHECK(same_t && same_h, "auto: neither algorithm's result");
-    for (int i = 0; i < 3; ++i) {
-        free(y[i]);
-        MPI_Comm_free(&cs[i]);
-    }
+    for (int i = 0; i < 3; ++i) free(y[i]);
     free(x);
 }
 
@@ -213,6 +211,8 @@ int main(int argc, char **argv) {
     for (K = 0; (1 << K) < Q; ++K) {}
     REM = P - Q;
     const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    int noauto = 0;
+    for (int i = 1; i < argc; ++i) noauto |= strcmp(argv[i], "noauto") == 0;
     const double t0 = MPI_Wtime();
 
     /* quick: 16 and 32 bits, four sizes */
@@ -234,10 +234,14 @@ int main(int argc, char **argv) {
     check_terngrad_grid(40000);
     check_q8_once(65536);
     if (R == 0) printf("[%.1f s] terngrad, q8\n", MPI_Wtime() - t0);
-    check_nonfinite("bitpack", 5000, 0, 0);
-    check_nonfinite("terngrad", 5000, P - 1, 0);
-    check_nonfinite("q8", 5000, P - 1, 0);
-    check_nonfinite("bitpack", 5000, -1, 1);
+    {
+        MPI_Comm e = comm_with("none", "");
+        check_nonfinite(e, "bitpack", 5000, 0, 0);
+        check_nonfinite(e, "terngrad", 5000, P - 1, 0);
+        check_nonfinite(e, "q8", 5000, P - 1, 0);
+        check_nonfinite(e, "bitpack", 5000, -1, 1);
+        MPI_Comm_free(&e);
+    }
     {
         MPI_Comm c;
         MPI_Comm_dup(MPI_COMM_WORLD, &c);
@@ -245,13 +249,20 @@ int main(int argc, char **argv) {
         MPI_Comm_free(&c);
     }
     if (R == 0) printf("[%.1f s] nonfinite\n", MPI_Wtime() - t0);
-    if (P >= 4) { /* below 4 ranks auto is two-phase whatever the nodes */
-        check_auto(4096, "0", 0);
-        check_auto(4096, "1", rule_halving(4096));
-        check_auto((size_t)1 << 18, "1", rule_halving((size_t)1 << 18));
+    if (P >= 4 && !noauto) { /* below 4 ranks auto is two-phase whatever the nodes */
+        MPI_Comm one[3], per[3];
+        auto_comms(one, "0");
+        auto_comms(per, "1");
+        check_auto(one, 4096, "0", 0);
+        check_auto(per, 4096, "1", rule_halving(4096));
+        check_auto(per, (size_t)1 << 18, "1", rule_halving((size_t)1 << 18));
         if (R == 0) printf("auto, one rank per node, P=%d: 16 KiB %s, 1 MiB %s\n", P,
                            rule_halving(4096) ? "halving_doubling" : "twophase",
                            rule_halving((size_t)1 << 18) ? "halving_doubling" : "twophase");
+        for (int i = 0; i < 3; ++i) {
+            MPI_Comm_free(&one[i]);
+            MPI_Comm_free(&per[i]);
+        }
         if (R == 0) printf("[%.1f s] auto\n", MPI_Wtime() - t0);
     }
     return mt_finish();
