@@ -54,6 +54,25 @@ struct CollCtx {
 
 /* Dense codecs: reduce-scatter + allgather of blobs. */
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);
+/* Dense codecs: recursive-halving reduce-scatter + recursive-doubling allgather of blobs
+ * (Rabenseifner's order), log2 P steps; non-power-of-two P by folding (allreduce_halving.cc). */
+Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n);
+/* Dense codecs: the algorithm setting allreduce_algorithm names (auto: see
+ * allreduce_use_halving); `nodes` = nodes the communicator spans (1 if unknown). */
+Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes);
+/* allreduce_algorithm=auto: halving-doubling only across nodes (nodes > 1) and from 4 ranks,
+ * when the alpha-beta prediction messages * kAutoAlphaBytes + bytes (per rank, this call's
+ * exact blob sizes) is kAutoMargin below the two-phase one. The same inputs on every rank. */
+bool allreduce_use_halving(const CollCtx &c, size_t n, int nodes);
+struct AllreduceCost {
+    double messages = 0; /* sequential messages on the busiest rank */
+    double bytes = 0;    /* bytes that rank sends */
+};
+AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving);
+/* alpha * beta of the link: 2 us per message at 100 Gbit/s (tools/scale_model.py's figures;
+ * assumed, not measured: this machine has no network) */
+inline constexpr double kAutoAlphaBytes = 2e-6 * 100e9 / 8;
+inline constexpr double kAutoMargin = 0.10;
 /* Sparse codecs (CODEC_SPARSE): allgather of variable-size blobs, sum in rank order. */
 Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n);
 

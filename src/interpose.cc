@@ -232,7 +232,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
                 s = coll_allreduce_hierarchical(c, a.sendbuf, out, n, h, sparse);
                 if (h.node_rank != 0) residual = nullptr; /* only leaders carry residuals */
             } else {
-                s = sparse ? coll_allreduce_sparse(c, in, out, n) : coll_allreduce_twophase(c, in, out, n);
+                s = sparse ? coll_allreduce_sparse(c, in, out, n) : coll_allreduce_dense(c, in, out, n, h.nodes);
             }
             break;
         }

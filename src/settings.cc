@@ -354,7 +354,8 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     if (id != SettingId::collectives && s.collectives == 0) return no("collectives is none: nothing is compressed");
     if (!c) return true;
     const bool allreduce_only = id == SettingId::chunk_bytes || id == SettingId::hierarchy ||
-                                id == SettingId::node_size || id == SettingId::error_feedback;
+                                id == SettingId::node_size || id == SettingId::error_feedback ||
+                                id == SettingId::allreduce_algorithm;
     if (allreduce_only && !(s.collectives & (1u << coll_kind::allreduce)))
         return no("it applies to allreduce only, which is not in collectives");
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
@@ -378,6 +379,10 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
         return no("codec " + cname + " is lossless: there is no error to feed back");
     if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE))
         return no("only the dense allreduce is pipelined; codec " + cname + " takes the sparse path");
+    if (id == SettingId::allreduce_algorithm && (c->flags & CODEC_SPARSE))
+        return no("it chooses among dense allreduce algorithms; codec " + cname + " takes the sparse path");
+    if (id == SettingId::chunk_bytes && s.allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "halving_doubling"))
+        return no("allreduce_algorithm=halving_doubling is not pipelined");
     if (id == SettingId::node_size && s.hierarchy == enum_value(SettingId::hierarchy, "off"))
         return no("hierarchy is off");
     if (name.rfind("allgather_", 0) == 0 && !(s.collectives & (1u << coll_kind::allgather)))

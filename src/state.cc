@@ -54,6 +54,8 @@ CommState::~CommState() {
     if (finalized) return;
     if (hier_leaders != MPI_COMM_NULL) PMPI_Comm_free(&hier_leaders);
     if (hier_node != MPI_COMM_NULL) PMPI_Comm_free(&hier_node);
+    for (auto &pr : p2p)
+        if (pr.second != MPI_COMM_NULL) PMPI_Comm_free(&pr.second);
 }
 
 namespace {

@@ -100,6 +100,9 @@ struct CommState {
     int hier_known = 0;                    /* 0 = not yet split */
     MPI_Comm hier_node = MPI_COMM_NULL, hier_leaders = MPI_COMM_NULL;
     int hier_node_rank = 0, hier_nodes = 1, hier_max_per_node = 1;
+    /* private duplicates for point-to-point messages of compressed algorithms (halving-
+     * doubling), per communicator they serve (this one, its node leaders); freed with the state */
+    std::vector<std::pair<MPI_Comm, MPI_Comm>> p2p;
     /* CUDA module context for device buffers (created on the first device call) */
     void *gpu_ctx = nullptr;
     void (*gpu_destroy)(void *) = nullptr;

@@ -115,6 +115,11 @@ MPITEST_PROGS += tests/mpi/t_theta
 tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
 tests_mpi_t_theta_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_theta_LDFLAGS = $(MPITEST_NOINSTALL)
+# compressed recursive halving-doubling allreduce (coll/allreduce/allreduce_halving.cc)
+MPITEST_PROGS += tests/mpi/t_halving
+tests_mpi_t_halving_SOURCES = tests/mpi/t_halving.c tests/mpi/mpitest.h
+tests_mpi_t_halving_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_halving_LDFLAGS = $(MPITEST_NOINSTALL)
 
 # ---- Fortran MPI test (only where configure found the MPI family's Fortran wrapper); built
 # by the wrapper directly so that configure needs no Fortran compiler otherwise

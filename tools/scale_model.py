@@ -44,7 +44,7 @@ def codec_time(P, M, enc, dec):
 
 
 def twophase_alltoall(P, M, B, k, enc, dec, k2=None):
-    """libcompmpi today: alltoall of compressed chunks (P-1 messages per rank at once), sum,
+    """libcompmpi's two-phase allreduce: alltoall of compressed chunks (P-1 messages per rank at once), sum,
     allgather of compressed sums (ratio k2; MPI's allgather: ring, P-1 steps)."""
     k2 = k2 or k
     comm = (P - 1) * ALPHA + (P - 1) / P * M / (k * B)   # alltoall
@@ -60,14 +60,25 @@ def ring_compressed(P, M, B, k, enc, dec):
     return comm + codec
 
 
-def halving_doubling_compressed(P, M, B, k, enc, dec):
-    """Rabenseifner's order with compressed payloads: reduce-scatter by recursive halving
-    (log2 P steps, decode-add-encode of a halved buffer each step) + allgather by recursive
-    doubling. Not implemented in libcompmpi yet: the algorithm the model says comes next."""
+def halving_doubling_compressed(P, M, B, k, enc, dec, c=None):
+    """Rabenseifner's order with compressed payloads, as coll/allreduce/allreduce_halving.cc
+    runs it (P a power of two): reduce-scatter by recursive halving, log2 P steps; step s sends
+    half of the remaining buffer (M / 2^(s+1)) carrying sums of 2^s contributions at the codec's
+    width for such sums (k_sum(c, 2^s, k): terngrad's levels grow with the step, q8's sums travel
+    in fp32), decode-add; then the owner encodes its chunk (a sum of P) once more and the final
+    blobs are allgathered by recursive doubling, forwarded unchanged (log2 P steps).
+    Codec work: step 0 encodes the sent half (stochastic codecs and q8 also the kept half,
+    decoded locally: every contribution quantised), later steps M (1/2 - 1/P) each way, the
+    final chunk M/P, and every rank decodes all M of the final blobs."""
     steps = math.ceil(math.log2(P))
-    comm = 2 * steps * ALPHA + 2 * (P - 1) / P * M / (k * B)
-    codec = M / enc + (P - 1) / P * M * (1 / enc + 1 / dec) + M / dec
-    return comm + codec
+    comm = 2 * steps * ALPHA
+    for s in range(steps):
+        comm += M / 2 ** (s + 1) / (k_sum(c, 2 ** s, k) * B)
+    comm += (P - 1) / P * M / (k_sum(c, P, k) * B)
+    own = c in ("terngrad", "q8")
+    e = (M if own else M / 2) + M * (0.5 - 1 / P) + M / P
+    d = (M if own else M / 2) + M * (0.5 - 1 / P) + M
+    return comm + e / enc + d / dec
 
 
 def sparse_allgather(P, M, B, k, enc, dec):
@@ -77,8 +88,30 @@ def sparse_allgather(P, M, B, k, enc, dec):
 
 def k_sum(c, P, k):
     """Compression ratio of a payload carrying a sum over P ranks: terngrad's sum of P ternaries
-    travels exactly in ceil(log2(2P+1)) bits; the other codecs re-encode the sum at their width."""
-    return 32.0 / math.ceil(math.log2(2 * P + 1)) if c == "terngrad" else k
+    travels exactly in ceil(log2(2P+1)) bits; q8's sums travel in fp32 (each contribution is
+    quantised once, docs/codecs/q8.md); the other codecs re-encode the sum at their width."""
+    if P <= 1:
+        return k
+    if c == "terngrad":
+        return 32.0 / math.ceil(math.log2(2 * P + 1))
+    if c == "q8":
+        return 1.0
+    return k
+
+
+def auto_picks(c, P, M, k):
+    """What allreduce_algorithm=auto chooses across nodes (coll/allreduce/allreduce_halving.cc:
+    allreduce_use_halving): messages * ALPHA * AUTO_B + bytes sent per rank, communication only,
+    halving-doubling when 10% below two-phase (blob headers left out here)."""
+    L = ALPHA * AUTO_B
+    two = 2 * (P - 1) * L + (P - 1) / P * M * (1 / k + 1 / k_sum(c, P, k))
+    steps = int(math.log2(P))
+    hd = 2 * steps * L + sum(M / 2 ** (s + 1) / k_sum(c, 2 ** s, k) for s in range(steps))
+    hd += (P - 1) / P * M / k_sum(c, P, k)
+    return "halving-doubling" if hd < 0.9 * two else "two-phase"
+
+
+AUTO_B = 100e9 / 8  # the link auto assumes (kAutoAlphaBytes = 2 us x 100 Gbit/s)
 
 
 def main():
@@ -89,7 +122,7 @@ def main():
     print("Codec throughputs: " + "; ".join(f"{n}: {lab}" for n, (_, _, _, lab) in CODECS.items()) + ".")
     print(f"Latency per message {ALPHA * 1e6:.0f} us (assumed). Payloads that carry partial sums (phase 2 of "
           "two-phase, every step of ring and halving-doubling) use the codec's width for sums: terngrad's "
-          "exact sum of P ternaries needs ceil(log2(2P+1)) bits.\n")
+          "exact sum of P ternaries needs ceil(log2(2P+1)) bits, q8's sums travel in fp32.\n")
     for lname, B in links:
         for sname, M in sizes:
             print(f"#### {sname} per rank, {lname}\n")
@@ -107,7 +140,7 @@ def main():
                     ks = k_sum(c, P, k)
                     a = twophase_alltoall(P, M, B, k, enc, dec, ks)
                     r = ring_compressed(P, M, B, ks, enc, dec)
-                    h = halving_doubling_compressed(P, M, B, ks, enc, dec)
+                    h = halving_doubling_compressed(P, M, B, k, enc, dec, c)
                     g = sparse_allgather(P, M, B, k, enc, dec)
                     cells.append(" / ".join(f"{t * 1e3:.2f} ({base / t:.1f}x)" for t in (a, r, h, g)))
                     for name, t in (("two-phase", a), ("ring", r), ("halving-doubling", h), ("allgather", g)):
@@ -116,6 +149,14 @@ def main():
                 print(f"| {P} | " + " / ".join(f"{t * 1e3:.2f}" for t in plain.values()) + " | " + " | ".join(cells) +
                       f" | {best[0]} ({base / best[1]:.1f}x) |")
             print()
+    print("#### allreduce_algorithm=auto across nodes (dense codecs)\n")
+    print("| per rank | " + " | ".join(f"{c}: " + " / ".join(str(P) for P in ranks) + " ranks"
+                                      for c in CODECS if not c.startswith("topk")) + " |")
+    print("| --- | " + " | ".join("---" for c in CODECS if not c.startswith("topk")) + " |")
+    for sname, M in sizes:
+        print(f"| {sname} | " + " | ".join(" / ".join(auto_picks(c, P, M, k) for P in ranks)
+                                          for c, (k, _, _, _) in CODECS.items() if not c.startswith("topk")) + " |")
+    print()
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
         lc.comm = h.leaders;
         PMPI_Comm_rank(h.leaders, &lc.rank);
         PMPI_Comm_size(h.leaders, &lc.size);
-        s = sparse ? coll_allreduce_sparse(lc, out, out, n) : coll_allreduce_twophase(lc, out, out, n);
+        s = sparse ? coll_allreduce_sparse(lc, out, out, n) : coll_allreduce_dense(lc, out, out, n, h.nodes);
         c.mpi_err = lc.mpi_err;
         c.segments_fallback = lc.segments_fallback;
         c.fallback_reason = lc.fallback_reason;

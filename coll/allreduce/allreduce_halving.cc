@@ -1,0 +1,400 @@
+/* Compressed allreduce by recursive halving and doubling (Rabenseifner's order), for dense
+ * codecs; and the choice between it and the two-phase allreduce (setting
+ * allreduce_algorithm, docs/design.md "Collective algorithms" and "Scale on paper").
+ *
+ * Q = the largest power of two <= P ranks, k = log2 Q. The buffer is cut into Q chunks
+ * (chunk_range(n, Q, j)); after the reduce-scatter new rank i owns chunk i.
+ *
+ *   fold (P not a power of two, rem = P - Q): among ranks 0..2 rem - 1 the even rank
+ *     ("extra") encodes its whole buffer once with the codec and sends it to the odd rank
+ *     above it, which adds the decoded contribution to its own and takes part as new rank
+ *     r / 2; ranks >= 2 rem are new rank r - rem. At the end the odd rank sends the Q final
+ *     blobs to its extra rank unchanged.
+ *   reduce-scatter, steps s = 0..k-1: mask = Q >> (s + 1), partner = i ^ mask. Each rank
+ *     keeps the half of its current chunk range on its side of mask, sends the other half
+ *     encoded (one blob), receives the partner's blob of the kept half and adds it decoded.
+ *   final blobs: the owner encodes its chunk (a sum of all P contributions) once more.
+ *   allgather, steps s = 0..k-1: mask = 1 << s; partners swap the blocks of final blobs they
+ *     hold (mask blobs each), unchanged. Every rank, the owner included, decodes the same Q
+ *     blobs, so the result has the same bits on every rank.
+ *
+ * What travels at each step (the same rules as the two-phase allreduce, applied per step):
+ *   - a rank's own contribution, quantised once: stochastic codecs (terngrad, qsgd) and q8
+ *     encode all of it, the kept half too (its decoded copy enters the sum: every
+ *     contribution is quantised, as the papers do); other codecs keep the kept half exact;
+ *   - partial sums of c contributions (c > 1): the codec's reduced_params for c ranks
+ *     (terngrad: the 2c+1 levels of a sum of ternaries on the shared grid, exact -- with
+ *     buckets, unbiased stochastic rounding; qsgd: 8 bits, unbiased), fp32 verbatim for q8
+ *     (quantised once per contribution, docs/codecs/q8.md), else the codec's parameters
+ *     again (bitpack, fp16, bf16, rangefloat: deterministic, one more rounding per step;
+ *     docs/design.md gives the measured error).
+ * A rank's partial sum after step s holds at most m 2^(s+1) contributions (m = 2 with a fold,
+ * else 1; P at the end); every rank computes the same parameters and blob strides.
+ *
+ * Flags (NaN/Inf, local errors): a rank that saw one sends flagged (header-only) blobs from
+ * then on; every flag reaches its owner's final blob, and the allgather shows every final blob
+ * to every rank, so all ranks learn it together and return nonfinite/corrupt (the caller runs
+ * the exact PMPI_Allreduce on the untouched input). `out` is written only after the last
+ * exchange, so `in` may equal `out`. Point-to-point messages go over a private duplicate of
+ * the communicator (made on first use), never the user's. One segment: no pipelining
+ * (chunk_bytes does not apply).
+ *
+ * Traffic per rank, compressed: the two-phase volume 2 (Q-1)/Q n / ratio, in 2 log2 Q messages
+ * instead of 2 (P-1) (plus the fold's whole buffer and Q final blobs for extra ranks).
+ */
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "coll.h"
+#include "log.h"
+#include "settings.h"
+
+namespace compmpi {
+
+namespace {
+
+/* Codecs whose paper quantises each contribution exactly once (as in allreduce_twophase.cc). */
+bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
+
+bool own_encoded(const CodecOps &codec) { return (codec.flags & CODEC_STOCHASTIC) || quantise_once(codec); }
+
+int floor_pow2(int p) {
+    int q = 1;
+    while (q * 2 <= p) q *= 2;
+    return q;
+}
+
+int log2i(int q) {
+    int k = 0;
+    while ((1 << k) < q) ++k;
+    return k;
+}
+
+struct Enc {
+    const CodecOps *codec;
+    CodecParams p;
+};
+
+/* Parameters for a payload that carries a sum of `cnt` contributions (cnt = 1: a rank's own). */
+Enc sum_params(const CollCtx &c, int cnt) {
+    Enc e{c.codec, c.params};
+    if (cnt <= 1) return e;
+    CodecParams in = c.params, out = c.params;
+    in.nranks = cnt;
+    out.nranks = cnt;
+    if (c.codec->reduced_params && c.codec->reduced_params(in, &out) == Status::ok) {
+        e.p = out;
+        return e;
+    }
+    if (quantise_once(*c.codec)) { /* q8: the sums travel exactly */
+        e.codec = codec_by_id(static_cast<int>(CodecId::none));
+        e.p = CodecParams{};
+        e.p.simd = c.params.simd;
+        e.p.threads = c.params.threads;
+    }
+    return e;
+}
+
+size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+
+/* Element range of chunks [a, b) of n split over q ranks. */
+void chunks_range(size_t n, int q, int a, int b, size_t *lo, size_t *len) {
+    size_t l0, n0, l1, n1;
+    chunk_range(n, q, a, &l0, &n0);
+    chunk_range(n, q, b - 1, &l1, &n1);
+    *lo = l0;
+    *len = l1 + n1 - l0;
+}
+
+/* The shape of one call, the same on every rank (P, n, codec parameters only). */
+struct Plan {
+    int P, Q, rem, k, m;
+    size_t base;              /* chunk length (the last may be shorter) */
+    std::vector<size_t> step; /* blob stride of reduce-scatter step s */
+    size_t fin = 0;           /* final blob stride */
+    size_t fold = 0;          /* the extra ranks' whole-buffer blob */
+    Enc efin;
+};
+
+Plan make_plan(const CollCtx &c, size_t n) {
+    Plan pl;
+    pl.P = c.size;
+    pl.Q = floor_pow2(pl.P);
+    pl.rem = pl.P - pl.Q;
+    pl.k = log2i(pl.Q);
+    pl.m = pl.rem ? 2 : 1;
+    size_t lo;
+    chunk_range(n, pl.Q, 0, &lo, &pl.base);
+    const Enc e1 = sum_params(c, 1);
+    for (int s = 0; s < pl.k; ++s) {
+        const size_t half = pl.base * static_cast<size_t>(pl.Q >> (s + 1));
+        const int cnt = std::min(pl.P, pl.m << s);
+        size_t b = blob_max_bytes(*e1.codec, half, e1.p); /* a single contribution may travel at step 0 */
+        if (cnt > 1) {
+            const Enc e = sum_params(c, cnt);
+            b = std::max(b, blob_max_bytes(*e.codec, half, e.p));
+        }
+        pl.step.push_back(round64(b));
+    }
+    pl.efin = sum_params(c, pl.P);
+    pl.fin = round64(blob_max_bytes(*pl.efin.codec, pl.base, pl.efin.p));
+    if (pl.rem) pl.fold = round64(blob_max_bytes(*e1.codec, n, e1.p));
+    return pl;
+}
+
+/* The private duplicate for point-to-point messages of this communicator (collective on
+ * first use: every rank of comm reaches here in the same call). */
+Status p2p_comm(CollCtx &c, MPI_Comm *out) {
+    for (const auto &pr : c.st->p2p)
+        if (pr.first == c.comm) return *out = pr.second, Status::ok;
+    MPI_Comm d = MPI_COMM_NULL;
+    const int rc = PMPI_Comm_split(c.comm, 0, c.rank, &d); /* split: no attributes copied */
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    c.st->p2p.emplace_back(c.comm, d);
+    *out = d;
+    return Status::ok;
+}
+
+constexpr size_t kPiece = size_t{1} << 30; /* bytes per point-to-point message */
+constexpr int kTag = 7;
+
+/* Exchange bytes with a partner (either count may be 0), in pieces of at most 1 GiB. */
+Status sendrecv(CollCtx &c, MPI_Comm comm, const uint8_t *send, size_t sn, int dst, uint8_t *recv, size_t rn,
+                int src) {
+    ScopedTimer t(c.stats->ns_comm);
+    size_t so = 0, ro = 0;
+    do {
+        const size_t a = std::min(kPiece, sn - so), b = std::min(kPiece, rn - ro);
+        const int rc = PMPI_Sendrecv(send + so, static_cast<int>(a), MPI_BYTE, a || so < sn ? dst : MPI_PROC_NULL,
+                                     kTag, recv + ro, static_cast<int>(b), MPI_BYTE,
+                                     b || ro < rn ? src : MPI_PROC_NULL, kTag, comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+        so += a;
+        ro += b;
+    } while (so < sn || ro < rn);
+    return Status::ok;
+}
+
+uint8_t status_flag(Status s) {
+    if (s == Status::ok) return 0;
+    return s == Status::nonfinite ? BLOB_NONFINITE : BLOB_ABANDON;
+}
+
+}  // namespace
+
+Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n) {
+    const int P = c.size, r = c.rank;
+    c.params.nranks = P;
+    if (P < 2) return Status::unsupported;
+    const float *src = coll_ef_input(c, in, n);
+    if (!src) return Status::no_memory;
+    CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer (terngrad: scaler and cσ) */
+    const Plan pl = make_plan(c, n);
+    const bool own = own_encoded(*c.codec);
+    const Enc e1 = sum_params(c, 1);
+    MPI_Comm comm;
+    CMPI_CHECK(p2p_comm(c, &comm));
+
+    const int Q = pl.Q, rem = pl.rem;
+    const bool extra = r < 2 * rem && r % 2 == 0;
+    const bool absorbs = r < 2 * rem && r % 2 == 1;
+    const int nr = r < 2 * rem ? r / 2 : r - rem; /* new rank (not for extra ranks) */
+    auto old_of = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
+
+    size_t smax = pl.fold;
+    for (size_t b : pl.step) smax = std::max(smax, b);
+    uint8_t *sendb = c.st->ws_send.get(2 * smax);
+    uint8_t *recvb = sendb ? sendb + smax : nullptr;
+    uint8_t *slots = c.st->ws_recv.get(pl.fin * static_cast<size_t>(Q));
+    float *acc = c.be->scratch(c.be_ctx, 0, n);
+    float *d = c.ef_new ? c.be->scratch(c.be_ctx, 2, n) : nullptr;
+    if (!sendb || !slots || !acc || (c.ef_new && !d)) return Status::no_memory;
+    uint8_t flags = 0;
+    const uint64_t call = c.st->calls;
+
+    /* encode n floats at x with e into blob (stride cap); error feedback: ef_new[lo..) += x - D(blob) */
+    auto encode = [&](const Enc &e, int phase, int chunk, const float *x, size_t len, uint8_t *blob, size_t cap,
+                      size_t ef_lo) {
+        ScopedTimer t(c.stats->ns_encode);
+        CodecParams p = e.p;
+        p.stream = rng_stream(r, call, phase, chunk);
+        uint8_t f;
+        if (flags) {
+            blob_write_header(blob, BlobInfo{e.codec->id, flags, p.bits, p.variant, p.param, len, 0});
+            f = flags;
+        } else {
+            f = c.be->encode(c.be_ctx, *e.codec, p, x, len, blob, cap, nullptr);
+        }
+        if (c.ef_new && !f && !(e.codec->flags & CODEC_LOSSLESS)) {
+            coll_ef_update(c, blob, cap, x, len, d);
+            c.be->add(c.be_ctx, c.ef_new + ef_lo, d, len);
+        }
+        flags |= f;
+    };
+    auto decode = [&](const uint8_t *blob, size_t cap, size_t len, float *dst, bool accumulate) {
+        ScopedTimer t(c.stats->ns_decode);
+        if (flags) return;
+        BlobInfo info;
+        Status s = blob_peek(blob, cap, len, &info);
+        if (s == Status::ok && info.flags) s = info.flags & BLOB_ABANDON ? Status::corrupt : Status::nonfinite;
+        if (s == Status::ok) s = c.be->decode(c.be_ctx, blob, cap, len, dst, accumulate, c.params);
+        flags |= status_flag(s);
+    };
+    /* error feedback starts at zero; encode() adds what each blob of ours failed to carry */
+    if (c.ef_new) c.be->sub(c.be_ctx, c.ef_new, src, src, n);
+    const size_t unc = n * sizeof(float);
+
+    if (extra) {
+        /* fold: the whole contribution, quantised once, to the partner; the result back */
+        encode(e1, 1, 0, src, n, sendb, pl.fold, 0);
+        c.stats->bytes_wire += pl.fold;
+        c.stats->bytes_uncompressed_wire += unc;
+        CMPI_CHECK(sendrecv(c, comm, sendb, pl.fold, r + 1, nullptr, 0, MPI_PROC_NULL));
+        CMPI_CHECK(sendrecv(c, comm, nullptr, 0, MPI_PROC_NULL, slots, pl.fin * Q, r + 1));
+    } else {
+        /* the own contribution as it enters the sum; a partner's folded one added */
+        const bool single = !absorbs; /* step 0 may send straight from src */
+        if (absorbs) {
+            CMPI_CHECK(sendrecv(c, comm, nullptr, 0, MPI_PROC_NULL, recvb, pl.fold, r - 1));
+            if (own) {
+                encode(e1, 1, 0, src, n, sendb, pl.fold, 0);
+                decode(sendb, pl.fold, n, acc, false);
+            } else {
+                c.be->copy(c.be_ctx, acc, src, n);
+            }
+            decode(recvb, pl.fold, n, acc, true);
+        }
+        int ca = 0, cb = Q; /* current chunk range */
+        for (int s = 0; s < pl.k; ++s) {
+            const int mask = Q >> (s + 1), pn = nr ^ mask, peer = old_of(pn);
+            const int mid = ca + mask;
+            const bool upper = nr & mask;
+            const int ka = upper ? mid : ca, kb = upper ? cb : mid; /* kept */
+            const int sa = upper ? ca : mid, sb = upper ? mid : cb; /* sent */
+            size_t klo, klen, slo, slen;
+            chunks_range(n, Q, ka, kb, &klo, &klen);
+            chunks_range(n, Q, sa, sb, &slo, &slen);
+            const size_t S = pl.step[s];
+            if (s == 0 && single) {
+                encode(e1, 1, sa, src + slo, slen, sendb, S, slo);
+                if (own) { /* the kept half quantised too, its decoded copy enters the sum */
+                    encode(e1, 1, ka, src + klo, klen, recvb, S, klo);
+                    decode(recvb, S, klen, acc + klo, false);
+                } else {
+                    c.be->copy(c.be_ctx, acc + klo, src + klo, klen);
+                }
+            } else {
+                const Enc e = sum_params(c, std::min(P, pl.m << s));
+                encode(e, 2, s * Q + sa, acc + slo, slen, sendb, S, slo);
+            }
+            c.stats->bytes_wire += S;
+            c.stats->bytes_uncompressed_wire += slen * sizeof(float);
+            CMPI_CHECK(sendrecv(c, comm, sendb, S, peer, recvb, S, peer));
+            decode(recvb, S, klen, acc + klo, true);
+            ca = ka;
+            cb = kb;
+        }
+        /* the owned chunk, a sum of all P contributions, encoded once more */
+        size_t lo, len;
+        chunk_range(n, Q, nr, &lo, &len);
+        encode(pl.efin, 3, nr, acc + lo, len, slots + pl.fin * nr, pl.fin, lo);
+        /* allgather by recursive doubling: blobs forwarded unchanged */
+        for (int s = 0; s < pl.k; ++s) {
+            const int mask = 1 << s, pn = nr ^ mask, peer = old_of(pn);
+            const int mine = nr / mask * mask, theirs = pn / mask * mask;
+            const size_t b = pl.fin * static_cast<size_t>(mask);
+            c.stats->bytes_wire += b;
+            c.stats->bytes_uncompressed_wire += static_cast<size_t>(mask) * pl.base * sizeof(float);
+            CMPI_CHECK(sendrecv(c, comm, slots + pl.fin * mine, b, peer, slots + pl.fin * theirs, b, peer));
+        }
+        if (absorbs) {
+            c.stats->bytes_wire += pl.fin * Q;
+            CMPI_CHECK(sendrecv(c, comm, slots, pl.fin * Q, r - 1, nullptr, 0, MPI_PROC_NULL));
+        }
+    }
+    /* every rank holds the same Q final blobs: any flag anywhere is in one of them */
+    uint8_t all = 0;
+    for (int j = 0; j < Q; ++j) {
+        size_t lo, len;
+        chunk_range(n, Q, j, &lo, &len);
+        BlobInfo info;
+        all |= blob_peek(slots + pl.fin * j, pl.fin, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+    }
+    CMPI_CHECK(coll_flag_status(all));
+    ScopedTimer t(c.stats->ns_decode);
+    for (int j = 0; j < Q; ++j) {
+        size_t lo, len;
+        chunk_range(n, Q, j, &lo, &len);
+        CMPI_CHECK(c.be->decode(c.be_ctx, slots + pl.fin * j, pl.fin, len, out + lo, false, c.params));
+    }
+    return Status::ok;
+}
+
+/* ---- the choice (setting allreduce_algorithm) ---- */
+
+AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving) {
+    AllreduceCost k;
+    const int P = c.size;
+    if (P < 2) return k;
+    if (halving) {
+        const Plan pl = make_plan(c, n);
+        /* the busiest rank: an extra rank's fold and final blobs, plus a new rank's steps */
+        k.messages = 2.0 * pl.k + (pl.rem ? 2 : 0);
+        double b = pl.rem ? static_cast<double>(pl.fold + pl.fin * pl.Q) : 0;
+        for (size_t s : pl.step) b += static_cast<double>(s);
+        b += static_cast<double>(pl.fin) * (pl.Q - 1);
+        k.bytes = b;
+        return k;
+    }
+    /* two-phase, as coll_allreduce_twophase chooses its path (one segment) */
+    CodecParams p2 = c.params;
+    p2.nranks = P;
+    const CodecOps *codec2 = c.codec;
+    CodecParams pr = c.params;
+    pr.nranks = P;
+    const bool reduced = c.codec->reduced_params && c.codec->reduced_params(pr, &p2) == Status::ok;
+    if (!reduced) p2 = c.params;
+    if (!reduced && quantise_once(*c.codec)) {
+        codec2 = codec_by_id(static_cast<int>(CodecId::none));
+        p2 = CodecParams{};
+    }
+    const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
+    if (quantise_once(*c.codec)) {
+        const size_t gather = blob_max_bytes(*c.codec, n, c.params);
+        if (gather <= blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2)) {
+            k.messages = P - 1;
+            k.bytes = static_cast<double>(gather) * (P - 1);
+            return k;
+        }
+    }
+    size_t lo, base;
+    chunk_range(n, P, 0, &lo, &base);
+    k.messages = 2.0 * (P - 1);
+    k.bytes = static_cast<double>(round64(blob_max_bytes(*c.codec, base, c.params)) +
+                                  round64(blob_max_bytes(*codec2, base, p2))) *
+              (P - 1);
+    return k;
+}
+
+bool allreduce_use_halving(const CollCtx &c, size_t n, int nodes) {
+    const int a = c.st->settings.allreduce_algorithm;
+    if (a == enum_value(SettingId::allreduce_algorithm, "halving_doubling")) return true;
+    if (a == enum_value(SettingId::allreduce_algorithm, "twophase")) return false;
+    /* auto: on one node the two-phase algorithm (MPICH's shared-memory collectives,
+     * pipelined); across nodes the alpha-beta prediction of tools/scale_model.py with this
+     * call's exact blob sizes, halving-doubling when it is kAutoMargin faster */
+    if (nodes <= 1 || c.size < 4) return false;
+    const AllreduceCost h = allreduce_cost(c, n, true), t = allreduce_cost(c, n, false);
+    const double th = h.messages * kAutoAlphaBytes + h.bytes, tt = t.messages * kAutoAlphaBytes + t.bytes;
+    return th < (1.0 - kAutoMargin) * tt;
+}
+
+Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes) {
+    return allreduce_use_halving(c, n, nodes) ? coll_allreduce_halving(c, in, out, n)
+                                              : coll_allreduce_twophase(c, in, out, n);
+}
+
+}  // namespace compmpi
