@@ -64,7 +64,7 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
     for (const Exchange &e : ex) stride = std::max<size_t>(stride, e.len);
     std::vector<size_t> lens(P), displs(P);
     for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = stride * static_cast<size_t>(j);
-    uint8_t *all = c.st->ws_recv.get(stride * P ? stride * P : 1);
+    uint8_t *all = c.st->ws_recv.get(stride * P != 0 ? stride * P : 1);
     if (!all) return Status::no_memory;
     std::memcpy(all + displs[c.rank], mine, len);
     CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
@@ -201,7 +201,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
     for (uint64_t l : l2) stride = std::max<size_t>(stride, l);
     std::vector<size_t> lens(P), displs(P);
     for (int j = 0; j < P; ++j) lens[j] = l2[j], displs[j] = stride * static_cast<size_t>(j);
-    uint8_t *all = c.st->ws_recv.get(stride * P ? stride * P : 1); /* phase-1 receive buffer is free now */
+    uint8_t *all = c.st->ws_recv.get(stride * P != 0 ? stride * P : 1); /* phase-1 receive buffer is free now */
     if (!all) return Status::no_memory;
     std::memcpy(all + displs[r], mine2, len2);
     CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
