@@ -16,6 +16,8 @@
 # Codec spec syntax:  codec[:bits][+KEY=VAL]...
 #   codec       -> -genv COMPMPI_CODEC codec -genv COMPMPI_POLICY static
 #   :bits       -> -genv COMPMPI_BITS bits
+#   default     -> libcompmpi's defaults (no COMPMPI_CODEC/POLICY; use --warmup 6 so the
+#                  cost model's exploration calls are not timed)
 #   +KEY=VAL    -> -genv COMPMPI_KEY VAL, as in bench/run_loopback.sh ("q8+MIN_BYTES=0",
 #                  "bitpack+POLICY=awp" overrides the policy since it comes later; not with :bits);
 #                  KEY is taken verbatim if it starts with COMPMPI_, UCX_, MPIR_CVAR_,
@@ -316,7 +318,12 @@ for p in $ranks; do
         # think it owns the node and start one OpenMP thread per core, and the ranks would
         # then fight over the cores (measured: 40-80 ms lost per call). One thread per rank;
         # a spec's +THREADS=N comes later and wins.
-        envs=(--preload "$lib" -genv COMPMPI_STATS 1 -genv COMPMPI_THREADS 1 -genv COMPMPI_CODEC "$codec" -genv COMPMPI_POLICY static)
+        if [ "$codec" = default ]; then
+            # libcompmpi's defaults (policy, codec, cost model): only statistics and one thread
+            envs=(--preload "$lib" -genv COMPMPI_STATS 1 -genv COMPMPI_THREADS 1)
+        else
+            envs=(--preload "$lib" -genv COMPMPI_STATS 1 -genv COMPMPI_THREADS 1 -genv COMPMPI_CODEC "$codec" -genv COMPMPI_POLICY static)
+        fi
         [ -n "$bits" ] && envs+=(-genv COMPMPI_BITS "$bits")
         if [ -n "$extras" ]; then
             IFS='+' read -r -a kvs <<< "$extras"
