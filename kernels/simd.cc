@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <immintrin.h>
 #define COMPMPI_X86 1
 #endif
 
@@ -88,6 +89,40 @@ const char *simd_name(SimdLevel lvl) {
         case SimdLevel::avx512: return "avx512";
     }
     return "?";
+}
+
+#ifdef COMPMPI_X86
+namespace {
+__attribute__((target("avx"))) void zeroupper() { _mm256_zeroupper(); }
+const bool g_have_avx = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28))) return false; /* OSXSAVE, AVX */
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0x6) == 0x6; /* the OS saves the YMM state */
+}();
+const bool g_have_xinuse = [] { /* CPUID.(EAX=0DH, ECX=1):EAX[2]: XGETBV with ECX = 1 */
+    unsigned a, b, c, d;
+    return g_have_avx && __get_cpuid_count(0xD, 1, &a, &b, &c, &d) && (a & (1u << 2));
+}();
+}  // namespace
+#endif
+
+void simd_upper_clean() {
+#ifdef COMPMPI_X86
+    if (g_have_avx) zeroupper();
+#endif
+}
+
+int simd_upper_state() {
+#ifdef COMPMPI_X86
+    if (!g_have_xinuse) return -1;
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    return static_cast<int>(lo & 0x44u);
+#else
+    return -1;
+#endif
 }
 
 int kernel_threads() { return g_threads.load(std::memory_order_relaxed); }

@@ -18,6 +18,21 @@ SimdLevel simd_active();
 void simd_force(SimdLevel lvl); /* used by settings and tests; clamps to detected */
 const char *simd_name(SimdLevel lvl);
 
+/* Upper halves of the vector registers. Legacy-SSE code (MPICH's reduction loops, built
+ * without AVX, and an application's own) run while the upper halves of ymm/zmm0-15 hold
+ * data pays a false dependency on every instruction that writes an xmm register: measured
+ * here, MPI_Reduce_local of 128K floats went from 40 to 142 us, for the rest of the job,
+ * after one compressed call (docs/design.md, "Vector state at the MPI boundary").
+ * simd_upper_clean() executes VZEROUPPER where the CPU has AVX (no-op elsewhere); every
+ * entry point calls it before returning to the application, every progress-thread operation
+ * before returning to MPI. Upper halves are never live across a call (SysV ABI), so it is
+ * safe at any call boundary. */
+void simd_upper_clean();
+/* XINUSE bits (XGETBV, ECX = 1) that say the upper halves of ymm/zmm0-15 are in use:
+ * bit 2 (AVX) | bit 6 (ZMM_Hi256); zmm16-31 (bit 7) cannot reach legacy-SSE code.
+ * -1 where the CPU cannot report it (no XGETBV with ECX = 1). For tests. */
+int simd_upper_state();
+
 /* OpenMP threads codec kernels may use on this rank (set once at init from hwloc). */
 int kernel_threads();
 void kernel_threads_set(int n);

@@ -345,7 +345,17 @@ int run_float_view(const CollArgs &a, CommState &st) {
     return rc != MPI_SUCCESS ? rc : rc2 != MPI_SUCCESS ? raise_error(a.comm, rc2) : MPI_SUCCESS;
 }
 
+/* Hands control back with the vector registers' upper halves clean, whatever ran inside
+ * (codec kernels, FFTW, the OpenMP runtime): kernels/simd.h, simd_upper_clean. */
+struct UpperClean {
+    UpperClean() = default;
+    UpperClean(const UpperClean &) = delete;
+    UpperClean &operator=(const UpperClean &) = delete;
+    ~UpperClean() { simd_upper_clean(); }
+};
+
 int dispatch(CollArgs a) noexcept {
+    UpperClean upper;
     try {
         CollStats &cs = stats(a.kind);
         int reason = -1;
@@ -413,6 +423,7 @@ using namespace compmpi;
  * MPI may give a higher level than required. */
 COMPMPI_EXPORT int MPI_Init(int *argc, char ***argv) {
     mpi_family_check("MPI_Init"); /* before anything reaches an MPI of the wrong family */
+    UpperClean upper;
     int provided = MPI_THREAD_SINGLE;
     int rc = PMPI_Init_thread(argc, argv, nb_init_level(MPI_THREAD_SINGLE), &provided);
     if (rc == MPI_SUCCESS) nb_init_done(provided), runtime_init();
@@ -421,6 +432,7 @@ COMPMPI_EXPORT int MPI_Init(int *argc, char ***argv) {
 
 COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     mpi_family_check("MPI_Init_thread"); /* mpi4py: its MPI was dlopen()ed after our load-time check */
+    UpperClean upper;
     const int level = nb_init_level(required);
     int rc = PMPI_Init_thread(argc, argv, level > required ? level : required, provided);
     if (rc == MPI_SUCCESS) nb_init_done(*provided), runtime_init();
@@ -428,6 +440,7 @@ COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *p
 }
 
 COMPMPI_EXPORT int MPI_Finalize(void) {
+    UpperClean upper;
     nb_finalize();
     runtime_finalize();
     return PMPI_Finalize();
@@ -522,7 +535,10 @@ namespace compmpi {
 namespace {
 /* The blocking compressed path, derived float layouts (packing) included: the worker runs
  * exactly what dispatch() would run for the same call. */
-int run_nb(const CollArgs &a, CommState &st) { return run_float_view(a, st); }
+int run_nb(const CollArgs &a, CommState &st) {
+    UpperClean upper; /* the worker returns to MPI's progress code */
+    return run_float_view(a, st);
+}
 }  // namespace
 }  // namespace compmpi
 

@@ -2,8 +2,13 @@
 UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
-check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel
-TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel
+check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
+	tests/unit/test_simd_state
+TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
+	tests/unit/test_simd_state
+tests_unit_test_simd_state_SOURCES = tests/unit/test_simd_state.cc tests/unit/testutil.h
+tests_unit_test_simd_state_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_simd_state_LDADD = $(UNIT_LDADD)
 tests_unit_test_codec_SOURCES = tests/unit/test_codec.cc tests/unit/testutil.h
 tests_unit_test_codec_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_codec_LDADD = $(UNIT_LDADD)
@@ -68,7 +73,9 @@ tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
 tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
-MPITEST_PROGS += tests/mpi/t_plain_dtypes
+MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state
+tests_mpi_t_plain_simd_state_SOURCES = tests/mpi/t_plain_simd_state.c tests/mpi/mpitest.h
+tests_mpi_t_plain_simd_state_LDADD = -lm
 tests_mpi_t_plain_dtypes_SOURCES = tests/mpi/t_plain_dtypes.c tests/mpi/mpitest.h
 tests_mpi_t_plain_dtypes_LDADD = -lm
 tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
