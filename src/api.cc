@@ -8,6 +8,7 @@
 #include "runtime.h"
 #include "state.h"
 #include "stats.h"
+#include "verdict.h"
 
 #define COMPMPI_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -108,6 +109,7 @@ COMPMPI_EXPORT int compmpi_comm_reset_state(MPI_Comm comm) {
     st->awp.clear();
     st->ef.clear();
     st->ef_floats = 0;
+    verdict_invalidate(); /* awp widths restart: the cost model's keys may change */
     return MPI_SUCCESS;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "state.h"
+#include "verdict.h"
 
 namespace compmpi {
 
@@ -26,9 +27,8 @@ double scaled(double t_class, int cls, size_t bytes) { return t_class * static_c
 }  // namespace
 
 int cost_size_class(size_t bytes) {
-    int c = 0;
-    while (c + 1 < kCostClasses && (bytes >> (c + 1)) != 0) ++c;
-    return c;
+    const int c = bytes ? 63 - __builtin_clzll(static_cast<unsigned long long>(bytes)) : 0;
+    return c < kCostClasses ? c : kCostClasses - 1;
 }
 
 CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int bits, double margin,
@@ -36,7 +36,7 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
     *predicted_s = 0;
     if (!st.cost) st.cost = std::make_unique<CostModel>();
     const int cls = cost_size_class(bytes);
-    CostEntry &e = st.cost->entries[{static_cast<int>(kind), cls, codec, bits}];
+    CostEntry &e = st.cost->at({static_cast<int>(kind), cls, codec, bits});
     /* alternate plain and compressed samples so slow first calls (connection set-up, page
      * faults in fresh buffers) do not all land on one side */
     if (e.n_plain < kCostSamples || e.n_comp < kCostSamples)
@@ -59,9 +59,10 @@ int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec
 }
 
 void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t) {
+    verdict_invalidate(); /* a decision may follow from this sample */
     if (!st.cost) st.cost = std::make_unique<CostModel>();
     const int cls = cost_size_class(bytes);
-    CostEntry &e = st.cost->entries[{static_cast<int>(kind), cls, codec, bits}];
+    CostEntry &e = st.cost->at({static_cast<int>(kind), cls, codec, bits});
     const double at_class = t * std::ldexp(1.0, cls) / static_cast<double>(std::max<size_t>(bytes, 1));
     const bool plain = d == CostDecision::explore_plain;
     double &sum = plain ? e.sum_plain : e.sum_comp, &lo = plain ? e.min_plain : e.min_comp,

@@ -62,6 +62,15 @@ inline constexpr int kCostClasses = 48;
 struct CostModel {
     /* (collective, size class, codec id, bits) -> entry */
     std::map<std::tuple<int, int, int, int>, CostEntry> entries;
+    /* the entry of the previous call: a training loop repeats the same few shapes, and
+     * every call pays for this lookup (map nodes do not move) */
+    std::tuple<int, int, int, int> last_key{-1, -1, -1, -1};
+    CostEntry *last = nullptr;
+    CostEntry &at(const std::tuple<int, int, int, int> &key) {
+        if (last && key == last_key) return *last;
+        last_key = key;
+        return *(last = &entries[key]);
+    }
 };
 
 /* Size class of a payload: floor(log2(bytes)). */

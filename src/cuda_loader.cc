@@ -37,13 +37,15 @@ void CudaPtrClassifier::open_driver() {
     /* RTLD_LOCAL: the driver's symbols stay out of the global namespace; if the application
      * already loaded libcuda this returns the same handle. Failing is normal (no GPU). */
     handle_ = dlopen(lib_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) return;
-    get_attr_ = reinterpret_cast<GetAttrFn>(dlsym(handle_, "cuPointerGetAttribute"));
-    if (!get_attr_) {
-        log_warn("%s has no cuPointerGetAttribute: device buffers will not be recognised", lib_.c_str());
-        if (close_) dlclose(handle_);
-        handle_ = nullptr;
+    if (handle_) {
+        get_attr_ = reinterpret_cast<GetAttrFn>(dlsym(handle_, "cuPointerGetAttribute"));
+        if (!get_attr_) {
+            log_warn("%s has no cuPointerGetAttribute: device buffers will not be recognised", lib_.c_str());
+            if (close_) dlclose(handle_);
+            handle_ = nullptr;
+        }
     }
+    driver_.store(get_attr_ ? 2 : 1, std::memory_order_release);
 }
 
 bool CudaPtrClassifier::driver_loaded() {
@@ -65,8 +67,12 @@ void CudaPtrClassifier::clear_cache() {
 
 bool CudaPtrClassifier::is_device(const void *p) {
     if (!p) return false;
-    std::call_once(once_, [this] { open_driver(); });
-    if (!get_attr_) return false;
+    int d = driver_.load(std::memory_order_acquire);
+    if (d == 0) {
+        std::call_once(once_, [this] { open_driver(); });
+        d = driver_.load(std::memory_order_acquire);
+    }
+    if (d != 2) return false;
     const uintptr_t a = reinterpret_cast<uintptr_t>(p);
     {
         std::lock_guard<std::mutex> lk(mu_);

@@ -107,6 +107,10 @@ class CudaPtrClassifier {
     std::string lib_;
     bool close_;
     std::once_flag once_;
+    /* 0: driver not looked for yet, 1: absent, 2: present. Every eligible call asks about
+     * its buffers: without a driver the answer is one load (call_once costs a
+     * pthread_once and TLS lookups per query). */
+    std::atomic<int> driver_{0};
     void *handle_ = nullptr;
     GetAttrFn get_attr_ = nullptr;
     std::mutex mu_; /* guards the cache */

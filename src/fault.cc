@@ -28,7 +28,7 @@ struct Spec {
 Spec g_spec;
 std::mutex g_mu;
 std::atomic<uint64_t> g_calls{0}; /* compressed collectives begun on this rank */
-thread_local const char *t_coll = "";
+thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 

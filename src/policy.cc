@@ -9,6 +9,7 @@
 #include "rangefloat/rangefloat.h"
 #include "schedule.h"
 #include "terngrad/terngrad.h"
+#include "verdict.h"
 
 namespace compmpi {
 
@@ -156,7 +157,7 @@ void plan_awp(CommState &st, Coll kind, size_t count, int root, Plan *plan) {
     const Settings &s = st.settings;
     if (s.policy != policy_kind::awp || !(plan->codec->flags & CODEC_ADAPTIVE_BITS)) return;
     /* every rank sees the same key sequence, so every rank restarts the table together */
-    if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear();
+    if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear(), verdict_invalidate();
     AwpKey key{static_cast<int>(kind), kind == Coll::bcast ? root : -1, static_cast<uint64_t>(count)};
     auto [it, fresh] = st.awp.try_emplace(key);
     if (fresh)
@@ -238,7 +239,9 @@ Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan)
 
 void policy_observe(CommState &st, const Plan &plan, double norm) {
     if (!plan.awp) return;
+    const int before = plan.awp->bits;
     awp_update(plan.awp, norm, awp_config(st.settings), plan.codec->bits_max);
+    if (plan.awp->bits != before) verdict_invalidate(); /* the cost model's key of this shape changed */
 }
 
 }  // namespace compmpi

@@ -18,7 +18,9 @@ namespace compmpi {
 
 namespace {
 std::atomic<bool> g_active{false};
-thread_local int t_depth = 0;
+/* read on every call: initial-exec, no __tls_get_addr (libcompmpi is loaded at start-up,
+ * preloaded or linked) */
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 /* Ranks of MPI_COMM_WORLD on this node. Collective over MPI_COMM_WORLD: every rank calls it,
  * whatever its own COMPMPI_THREADS says (MPMD ranks may set it differently; a rank that
@@ -90,6 +92,10 @@ void runtime_init() {
         simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
                    : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
     const int local = node_local_ranks(); /* collective: on every rank, before any local choice */
+    /* statistics on if any rank asked (MPMD ranks may differ): collective, agreed before use */
+    int want = s.stats ? 1 : 0, any = want;
+    PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    stats_enable(any != 0);
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
     if (state_keyval_create() != Status::ok) {
@@ -114,11 +120,9 @@ void runtime_init() {
 void runtime_finalize() {
     if (!g_active.exchange(false)) return;
     ReentryGuard guard;
-    /* stats_report is collective: ranks launched with different COMPMPI_STATS (MPMD) agree
-     * first, else a rank without it would leave the others waiting in the report */
-    int want = global_settings().stats ? 1 : 0, any = want;
-    PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (any) stats_report(MPI_COMM_WORLD);
+    /* stats_report is collective: ranks launched with different COMPMPI_STATS (MPMD) agreed
+     * at MPI_Init, else a rank without it would leave the others waiting in the report */
+    if (stats_enabled()) stats_report(MPI_COMM_WORLD);
     state_keyval_free();
 }
 

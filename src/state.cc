@@ -9,6 +9,7 @@
 #include "log.h"
 #include "mpi_family.h"
 #include "policy.h"
+#include "verdict.h"
 
 namespace compmpi {
 
@@ -61,6 +62,7 @@ CommState::~CommState() {
 namespace {
 
 int delete_cb(MPI_Comm, int, void *attr, void *) {
+    verdict_invalidate(); /* the handle may be reused for another communicator */
     delete static_cast<CommState *>(attr);
     return MPI_SUCCESS;
 }
@@ -167,6 +169,7 @@ Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer
     st->attr_layer = attr;
     st->hint_layer = hints;
     st->settings = s;
+    verdict_invalidate();
     return Status::ok;
 }
 
@@ -257,6 +260,7 @@ Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
     if (PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS) return Status::mpi_error;
     bool same = r[0] == h && r[1] == ~h;
     std::lock_guard<std::mutex> lk(st->mu);
+    if (st->mismatch != !same) verdict_invalidate();
     st->mismatch = !same;
     if (!same) {
         if (st->rank == 0)

@@ -10,8 +10,14 @@ namespace compmpi {
 
 namespace {
 CollStats g_stats[static_cast<int>(Coll::count_)];
-thread_local int t_entry = -1;
+/* read on every call: initial-exec, no __tls_get_addr (libcompmpi is loaded at start-up,
+ * preloaded or linked) */
+thread_local int t_entry __attribute__((tls_model("initial-exec"))) = -1;
+bool g_enabled = false; /* set at MPI_Init before the library becomes active (release/acquire) */
 }
+
+bool stats_enabled() { return g_enabled; }
+void stats_enable(bool on) { g_enabled = on; }
 
 const char *coll_name(Coll c) {
     switch (c) {

@@ -35,6 +35,11 @@ struct CollStats {
 };
 
 CollStats &stats(Coll c);
+/* Whether the statistics are printed at MPI_Finalize: COMPMPI_STATS on any rank, agreed at
+ * MPI_Init (work done only for them, such as timing calls the cost model has decided, is
+ * skipped otherwise, alike on every rank). */
+bool stats_enabled();
+void stats_enable(bool on);
 /* This thread's calls count as entry point `e` (a progress thread running a non-blocking
  * operation); Coll::count_ restores counting by the collective passed to stats(). */
 void stats_set_entry(Coll e);

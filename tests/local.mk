@@ -3,9 +3,12 @@ UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state
+	tests/unit/test_simd_state tests/unit/test_verdict
 TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state
+	tests/unit/test_simd_state tests/unit/test_verdict
+tests_unit_test_verdict_SOURCES = tests/unit/test_verdict.cc tests/unit/testutil.h
+tests_unit_test_verdict_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_verdict_LDADD = $(UNIT_LDADD)
 tests_unit_test_simd_state_SOURCES = tests/unit/test_simd_state.cc tests/unit/testutil.h
 tests_unit_test_simd_state_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_simd_state_LDADD = $(UNIT_LDADD)
@@ -73,7 +76,9 @@ tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
 tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
-MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state
+MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state tests/mpi/t_plain_verdict
+tests_mpi_t_plain_verdict_SOURCES = tests/mpi/t_plain_verdict.c tests/mpi/mpitest.h
+tests_mpi_t_plain_verdict_LDADD = -lm
 tests_mpi_t_plain_simd_state_SOURCES = tests/mpi/t_plain_simd_state.c tests/mpi/mpitest.h
 tests_mpi_t_plain_simd_state_LDADD = -lm
 tests_mpi_t_plain_dtypes_SOURCES = tests/mpi/t_plain_dtypes.c tests/mpi/mpitest.h
