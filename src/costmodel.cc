@@ -38,14 +38,16 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
     const int cls = cost_size_class(bytes);
     CostEntry &e = st.cost->at({static_cast<int>(kind), cls, codec, bits});
     /* alternate plain and compressed samples so slow first calls (connection set-up, page
-     * faults in fresh buffers) do not all land on one side */
-    if (e.n_plain < kCostSamples || e.n_comp < kCostSamples)
-        return e.n_plain <= e.n_comp ? CostDecision::explore_plain : CostDecision::explore_comp;
-    if (e.max_comp < e.min_plain * (1.0 - margin)) {
-        *predicted_s = scaled(e.sum_comp / e.n_comp, cls, bytes);
+     * faults in fresh buffers) do not all land on one side; each side's first kCostWarmup
+     * samples are such calls and are not used */
+    if (!cost_entry_decided(e)) return e.n_plain <= e.n_comp ? CostDecision::explore_plain : CostDecision::explore_comp;
+    /* decided from the agreed (slowest rank's) times: the same on every rank; predicted from
+     * this rank's own samples, comparable with its own measured time (COMPMPI_STATS) */
+    if (cost_entry_compresses(e, margin)) {
+        *predicted_s = scaled(e.local_comp / kCostSamples, cls, bytes);
         return CostDecision::compress;
     }
-    *predicted_s = scaled(e.sum_plain / e.n_plain, cls, bytes);
+    *predicted_s = scaled(e.local_plain / kCostSamples, cls, bytes);
     return CostDecision::plain;
 }
 
@@ -54,25 +56,29 @@ int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec
     double t = local_s;
     int rc = PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) return rc;
-    cost_learn(st, kind, bytes, codec, bits, d, t);
+    cost_learn(st, kind, bytes, codec, bits, d, t, local_s);
     return MPI_SUCCESS;
 }
 
-void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t) {
+void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t,
+                double local_s) {
     verdict_invalidate(); /* a decision may follow from this sample */
     if (!st.cost) st.cost = std::make_unique<CostModel>();
     const int cls = cost_size_class(bytes);
     CostEntry &e = st.cost->at({static_cast<int>(kind), cls, codec, bits});
-    const double at_class = t * std::ldexp(1.0, cls) / static_cast<double>(std::max<size_t>(bytes, 1));
+    const double to_class = std::ldexp(1.0, cls) / static_cast<double>(std::max<size_t>(bytes, 1));
+    const double at_class = t * to_class;
     const bool plain = d == CostDecision::explore_plain;
     double &sum = plain ? e.sum_plain : e.sum_comp, &lo = plain ? e.min_plain : e.min_comp,
-           &hi = plain ? e.max_plain : e.max_comp;
+           &hi = plain ? e.max_plain : e.max_comp, &local = plain ? e.local_plain : e.local_comp;
     int &cnt = plain ? e.n_plain : e.n_comp;
-    lo = cnt ? std::min(lo, at_class) : at_class;
-    hi = cnt ? std::max(hi, at_class) : at_class;
-    sum += at_class;
-    ++cnt;
     g_cls[static_cast<int>(kind)][cls].explore++;
+    if (cnt++ < kCostWarmup) return; /* a warm-up sample: counted, not used */
+    const bool first = cnt == kCostWarmup + 1;
+    lo = first ? at_class : std::min(lo, at_class);
+    hi = first ? at_class : std::max(hi, at_class);
+    sum += at_class;
+    local += (local_s < 0 ? t : local_s) * to_class;
 }
 
 void cost_stats_add(Coll kind, size_t bytes, CostDecision d, double predicted_s, double measured_s) {

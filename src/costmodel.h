@@ -50,14 +50,27 @@ inline bool cost_runs_plain(CostDecision d) { return d == CostDecision::plain ||
 
 /* What one entry knows: collective times in seconds for the class's lower bound size. */
 struct CostEntry {
-    /* sums, minima and maxima over samples, scaled to 2^class bytes */
-    double sum_plain = 0, min_plain = 0, max_plain = 0;
-    double sum_comp = 0, min_comp = 0, max_comp = 0;
-    int n_plain = 0, n_comp = 0;
+    /* sums, minima and maxima over the used samples (warm-ups excluded) of the agreed times,
+     * scaled to 2^class bytes; local_*: the sums of this rank's own times of those calls */
+    double sum_plain = 0, min_plain = 0, max_plain = 0, local_plain = 0;
+    double sum_comp = 0, min_comp = 0, max_comp = 0, local_comp = 0;
+    int n_plain = 0, n_comp = 0; /* samples taken, warm-ups included */
 };
 
+/* Per side and entry: kCostWarmup samples taken and not used (the first exact call of a
+ * size pays MPI's first-use costs, the first compressed one its workspaces' page faults:
+ * measured on this machine, up to 7x a later call), then kCostSamples used. */
+inline constexpr int kCostWarmup = 1;
 inline constexpr int kCostSamples = 2;
 inline constexpr int kCostClasses = 48;
+
+/* The rule, in one place: an entry has decided once both sides have their samples; it then
+ * compresses only if the slowest used compressed sample beat the fastest exact one by the
+ * margin. */
+inline bool cost_entry_decided(const CostEntry &e) {
+    return e.n_plain >= kCostWarmup + kCostSamples && e.n_comp >= kCostWarmup + kCostSamples;
+}
+inline bool cost_entry_compresses(const CostEntry &e, double margin) { return e.max_comp < e.min_plain * (1.0 - margin); }
 
 struct CostModel {
     /* (collective, size class, codec id, bits) -> entry */
@@ -85,8 +98,10 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
  * comm) and learn it. Returns the MPI error code of the agreement (MPI_SUCCESS normally). */
 int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
                 double local_s);
-/* The learning step alone, given the agreed time (unit tests drive the model with it). */
-void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double agreed_s);
+/* The learning step alone, given the agreed time and this rank's own (unit tests drive the
+ * model with it; local_s < 0: the same as the agreed time). */
+void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double agreed_s,
+                double local_s = -1);
 
 /* Statistics per (collective, size class): decided calls and their predicted and measured
  * times, printed by stats_report (compmpi-stats-model lines). Process-wide, lock-free. */

@@ -213,8 +213,7 @@ bool cost_says_plain(CommState &st, const CollArgs &a) {
                                      static_cast<int>(plan.codec->id), plan.params.bits});
     if (it == st.cost->entries.end()) return false;
     const CostEntry &e = it->second;
-    if (e.n_plain < kCostSamples || e.n_comp < kCostSamples) return false;
-    return !(e.max_comp < e.min_plain * (1.0 - s.cost_margin));
+    return cost_entry_decided(e) && !cost_entry_compresses(e, s.cost_margin);
 }
 
 int reason_index(const char *name) {

@@ -10,7 +10,8 @@
 
 #include "mpitest.h"
 
-enum { kIters = 14, kExplore = 4, kSizes = 3 };
+/* kExplore: the model's exploration calls per class (src/costmodel.h: 2 x (kCostWarmup + kCostSamples)) */
+enum { kIters = 16, kExplore = 6, kSizes = 3 };
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);

@@ -9,16 +9,18 @@ namespace {
 
 constexpr int kBitpack = 1, kQ8 = 4; /* kernels/codecs.def */
 
-/* Explore in the order plain, compressed, plain, compressed; then decide: compress only if the
- * slowest compressed sample beat the fastest exact one by the margin. */
+/* Explore in the order plain, compressed, plain, compressed, plain, compressed (the first of
+ * each side a warm-up, not used); then decide: compress only if the slowest compressed sample
+ * beat the fastest exact one by the margin. */
 void given_new_class_when_deciding_expect_alternating_exploration_then_decision(void **) {
     CommState st;
     const size_t bytes = 1 << 20;
     double pred = -1;
-    const double t[] = {1.0e-3, 0.5e-3, 0.8e-3, 0.6e-3};
+    static_assert(kCostWarmup == 1 && kCostSamples == 2, "the sequence below");
+    const double t[] = {5.0e-3, 4.0e-3, 1.0e-3, 0.5e-3, 0.8e-3, 0.6e-3};
     const CostDecision want[] = {CostDecision::explore_plain, CostDecision::explore_comp, CostDecision::explore_plain,
-                                 CostDecision::explore_comp};
-    for (int i = 0; i < 4; ++i) {
+                                 CostDecision::explore_comp, CostDecision::explore_plain, CostDecision::explore_comp};
+    for (int i = 0; i < 6; ++i) {
         CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
         assert_int_equal(static_cast<int>(d), static_cast<int>(want[i]));
         assert_true(pred == 0.0);
@@ -35,7 +37,7 @@ void given_new_class_when_deciding_expect_alternating_exploration_then_decision(
 
 void drive(CommState &st, Coll k, size_t bytes, int codec, int bits, double tp, double tc) {
     double pred;
-    for (int i = 0; i < 2 * kCostSamples; ++i) {
+    for (int i = 0; i < 2 * (kCostWarmup + kCostSamples); ++i) {
         CostDecision d = cost_decide(st, k, bytes, codec, bits, 0.05, &pred);
         assert_true(cost_explores(d));
         cost_learn(st, k, bytes, codec, bits, d, d == CostDecision::explore_plain ? tp : tc);
@@ -71,19 +73,53 @@ void given_other_size_or_plan_when_deciding_expect_scaled_or_separate(void **) {
     assert_true(cost_explores(cost_decide(st, Coll::allgather, 1 << 20, kBitpack, 8, 0.05, &pred)));
 }
 
-/* A slow first exact call (connection set-up) does not make compression look good: the
- * fastest exact sample is what compression must beat; the prediction is the samples' mean. */
-void given_slow_first_sample_when_learning_expect_minimum(void **) {
+/* A slow first exact call (connection set-up) neither makes compression look good nor
+ * enters the prediction: it is the warm-up; the prediction is the used samples' mean. */
+void given_slow_first_exact_sample_when_learning_expect_it_unused(void **) {
     CommState st;
     double pred;
     const size_t b = 4096;
     cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 50e-3); /* first call: set-up */
     cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 3e-5);
     cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 1e-5);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 3e-5);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 1.2e-5);
     cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 4e-5);
     assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred)),
                      static_cast<int>(CostDecision::plain));
-    assert_float_equal(pred, (50e-3 + 1e-5) / 2, 1e-12);
+    assert_float_equal(pred, (1e-5 + 1.2e-5) / 2, 1e-12);
+}
+
+/* Nor does a slow first compressed call (fresh workspaces) keep compression from winning. */
+void given_slow_first_compressed_sample_when_learning_expect_it_unused(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 18;
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 2e-4);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 50e-3); /* page faults */
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 2e-4);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 1e-4);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 2.2e-4);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 1.1e-4);
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred)),
+                     static_cast<int>(CostDecision::compress));
+    assert_float_equal(pred, 1.05e-4, 1e-12);
+}
+
+/* The agreed (slowest rank's) times decide, alike on every rank; this rank's own times of
+ * the same calls predict what this rank will measure (a bcast root returns early). */
+void given_local_times_when_deciding_expect_agreed_decide_and_local_predict(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 16;
+    const double agreed_plain = 2e-4, local_plain = 1e-4, agreed_comp = 5e-4;
+    for (int i = 0; i < kCostWarmup + kCostSamples; ++i) {
+        cost_learn(st, Coll::bcast, b, kBitpack, 8, CostDecision::explore_plain, agreed_plain, local_plain);
+        cost_learn(st, Coll::bcast, b, kBitpack, 8, CostDecision::explore_comp, agreed_comp, 1e-5);
+    }
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, b, kBitpack, 8, 0.05, &pred)),
+                     static_cast<int>(CostDecision::plain));
+    assert_float_equal(pred, local_plain, 1e-12);
 }
 
 /* Compression that wins only sometimes (noise) is not taken. */
@@ -91,6 +127,8 @@ void given_overlapping_samples_when_deciding_expect_exact(void **) {
     CommState st;
     double pred;
     const size_t b = 1 << 16;
+    cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_plain, 2e-4); /* warm-ups */
+    cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_comp, 1e-4);
     cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_plain, 2e-4);
     cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_comp, 1e-4);
     cost_learn(st, Coll::allgather, b, kBitpack, 8, CostDecision::explore_plain, 2e-4);
@@ -114,7 +152,9 @@ int main() {
         cmocka_unit_test(given_new_class_when_deciding_expect_alternating_exploration_then_decision),
         cmocka_unit_test(given_compression_within_margin_when_deciding_expect_exact),
         cmocka_unit_test(given_other_size_or_plan_when_deciding_expect_scaled_or_separate),
-        cmocka_unit_test(given_slow_first_sample_when_learning_expect_minimum),
+        cmocka_unit_test(given_slow_first_exact_sample_when_learning_expect_it_unused),
+        cmocka_unit_test(given_slow_first_compressed_sample_when_learning_expect_it_unused),
+        cmocka_unit_test(given_local_times_when_deciding_expect_agreed_decide_and_local_predict),
         cmocka_unit_test(given_overlapping_samples_when_deciding_expect_exact),
         cmocka_unit_test(given_sizes_when_classifying_expect_floor_log2),
     };
