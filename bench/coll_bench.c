@@ -4,7 +4,7 @@
  *
  *   coll_bench [--coll allreduce|allgather|bcast|all|LIST] [--sizes 4M,16M,...]
  *              [--iters K] [--warmup W] [--data gradient|uniform|normal]
- *              [--seed S] [--check] [--inplace] [--root R]
+ *              [--seed S] [--check] [--inplace] [--root R] [--batch B]
  *
  * --sizes   bytes of float per rank buffer (allgather: the per-rank block);
  *           suffixes K/M/G are binary (4M = 4194304 bytes = 1048576 floats).
@@ -16,6 +16,11 @@
  *           Without --check both are printed as "na".
  * --inplace allreduce: MPI_IN_PLACE on the receive buffer; allgather:
  *           MPI_IN_PLACE with the rank's block already in the receive buffer.
+ * --batch B each timed iteration runs B calls back to back (the input restored
+ *           before the first only; bcast and allgather do not change their input,
+ *           allreduce with --inplace is not allowed) and counts their time / B:
+ *           small messages, whose single-call time is near the clock's and the
+ *           barrier's resolution.
  *
  * Output (rank 0, one line per collective and size, flushed immediately):
  *   coll=allreduce bytes=67108864 ranks=2 iters=5 t_min_s=... t_med_s=...
@@ -236,7 +241,7 @@ static void usage(void)
         fprintf(stderr,
                 "usage: coll_bench [--coll allreduce|allgather|bcast|all|LIST] [--sizes 4M,16M,...]\n"
                 "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
-                "                  [--seed S] [--check] [--inplace] [--root R]\n");
+                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B]\n");
 }
 
 int main(int argc, char **argv)
@@ -247,7 +252,7 @@ int main(int argc, char **argv)
 
     int colls[C_NKINDS], ncolls = 0;
     size_t sizes[64];
-    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0;
+    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1;
     enum data_kind dk = D_GRADIENT;
     uint64_t seed = 42;
     const char *coll_arg = "all", *sizes_arg = "4M,16M,64M";
@@ -262,6 +267,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--warmup")) { NEEDV(); warmup = atoi(v); }
         else if (!strcmp(o, "--seed")) { NEEDV(); seed = strtoull(v, NULL, 0); }
         else if (!strcmp(o, "--root")) { NEEDV(); root = atoi(v); }
+        else if (!strcmp(o, "--batch")) { NEEDV(); batch = atoi(v); }
         else if (!strcmp(o, "--data")) {
             NEEDV();
             if (!strcmp(v, "gradient")) dk = D_GRADIENT;
@@ -278,6 +284,8 @@ int main(int argc, char **argv)
     if (iters < 1) die("--iters must be >= 1%s", "");
     if (warmup < 0) die("--warmup must be >= 0%s", "");
     if (root < 0 || root >= g_size) die("--root out of range%s", "");
+    if (batch < 1) die("--batch must be >= 1%s", "");
+    if (batch > 1 && inplace) die("--batch with --inplace would sum the sums%s", "");
 
     /* collectives */
     {
@@ -314,8 +322,8 @@ int main(int argc, char **argv)
         char *nl = strchr(ver, '\n');
         if (nl) *nl = 0;
         const char *pre = getenv("LD_PRELOAD");
-        printf("# coll_bench ranks=%d iters=%d warmup=%d data=%s seed=%llu check=%d inplace=%d preload=%s mpi=\"%s\"\n",
-               g_size, iters, warmup, data_names[dk], (unsigned long long)seed, check, inplace,
+        printf("# coll_bench ranks=%d iters=%d warmup=%d batch=%d data=%s seed=%llu check=%d inplace=%d preload=%s mpi=\"%s\"\n",
+               g_size, iters, warmup, batch, data_names[dk], (unsigned long long)seed, check, inplace,
                pre && *pre ? pre : "none", ver);
         fflush(stdout);
     }
@@ -358,6 +366,7 @@ int main(int argc, char **argv)
                 }
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
+                for (int b = 0; b < batch; b++)
                 switch (ck) {
                 case C_ALLREDUCE:
                     MPI_Allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -373,7 +382,7 @@ int main(int argc, char **argv)
                     break;
                 default: break;
                 }
-                double t = MPI_Wtime() - t0;
+                double t = (MPI_Wtime() - t0) / batch;
                 if (it >= warmup) times[it - warmup] = t;
             }
             MPI_Reduce(times, tmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -395,7 +404,7 @@ int main(int argc, char **argv)
             if (g_rank == 0) {
                 qsort(tmax, iters, sizeof(double), cmp_double);
                 double med = iters % 2 ? tmax[iters / 2] : 0.5 * (tmax[iters / 2 - 1] + tmax[iters / 2]);
-                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.6f t_med_s=%.6f t_max_s=%.6f rel_err=%s identical=%s\n",
+                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s\n",
                        coll_names[ck], bytes, g_size, iters, tmax[0], med, tmax[iters - 1], err_s, ident_s);
                 fflush(stdout);
             }

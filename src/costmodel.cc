@@ -32,8 +32,9 @@ int cost_size_class(size_t bytes) {
 }
 
 CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int bits, double margin,
-                         double *predicted_s) {
+                         double *predicted_s, bool *final) {
     *predicted_s = 0;
+    if (final) *final = false;
     if (!st.cost) st.cost = std::make_unique<CostModel>();
     const int cls = cost_size_class(bytes);
     CostEntry &e = st.cost->at({static_cast<int>(kind), cls, codec, bits});
@@ -41,6 +42,17 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
      * faults in fresh buffers) do not all land on one side; each side's first kCostWarmup
      * samples are such calls and are not used */
     if (!cost_entry_decided(e)) return e.n_plain <= e.n_comp ? CostDecision::explore_plain : CostDecision::explore_comp;
+    /* the second round, once the calls of this class run in steady state: its samples replace
+     * the first round's, with no warm-up, and its decision is final. Counted in decided calls,
+     * which every rank makes alike. */
+    if (e.round == 0 && ++e.decided_calls > kCostRecheck) {
+        e = CostEntry{};
+        e.round = 1;
+        e.n_plain = e.n_comp = kCostWarmup;
+        verdict_invalidate();
+        return CostDecision::explore_plain;
+    }
+    if (final) *final = e.round == 1;
     /* decided from the agreed (slowest rank's) times: the same on every rank; predicted from
      * this rank's own samples, comparable with its own measured time (COMPMPI_STATS) */
     if (cost_entry_compresses(e, margin)) {

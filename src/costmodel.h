@@ -55,6 +55,8 @@ struct CostEntry {
     double sum_plain = 0, min_plain = 0, max_plain = 0, local_plain = 0;
     double sum_comp = 0, min_comp = 0, max_comp = 0, local_comp = 0;
     int n_plain = 0, n_comp = 0; /* samples taken, warm-ups included */
+    int round = 0;               /* 0: first calls of the class; 1: the steady-state re-check */
+    int decided_calls = 0;       /* calls decided by round 0 */
 };
 
 /* Per side and entry: kCostWarmup samples taken and not used (the first exact call of a
@@ -62,6 +64,12 @@ struct CostEntry {
  * measured on this machine, up to 7x a later call), then kCostSamples used. */
 inline constexpr int kCostWarmup = 1;
 inline constexpr int kCostSamples = 2;
+/* Even after the warm-up, the first calls of a size can run several times slower than the
+ * same calls later (measured here: a 16 KiB exact allreduce 14-18 us in its first calls,
+ * 5 us once the job runs steadily, which made compression at 8 us look faster). So after
+ * kCostRecheck calls decided by the first round, the class is sampled once more (kCostSamples
+ * per side, no warm-up) and that decision is final. */
+inline constexpr int kCostRecheck = 64;
 inline constexpr int kCostClasses = 48;
 
 /* The rule, in one place: an entry has decided once both sides have their samples; it then
@@ -90,9 +98,10 @@ struct CostModel {
 int cost_size_class(size_t bytes);
 
 /* The decision for one eligible call on host buffers; *predicted_s is the predicted time of
- * the chosen path (0 while exploring). Caller holds st.mu; identical on every rank. */
+ * the chosen path (0 while exploring); *final (if given): the decision will not change (the
+ * re-check is done). Caller holds st.mu; identical on every rank. */
 CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int bits, double margin,
-                         double *predicted_s);
+                         double *predicted_s, bool *final = nullptr);
 
 /* After a call the model asked to explore: agree on the slowest rank's time (collective over
  * comm) and learn it. Returns the MPI error code of the agreement (MPI_SUCCESS normally). */

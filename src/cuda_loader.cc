@@ -157,6 +157,8 @@ const char kModuleName[] = "libcompmpi_cuda.so";
 
 bool cuda_is_device_ptr(const void *p) { return global_classifier().is_device(p); }
 
+bool cuda_device_ptrs_possible() { return !global_classifier().driver_absent(); }
+
 void cuda_ptr_cache_clear() { global_classifier().clear_cache(); }
 
 const CoreApi *cuda_core_api() { return &kCoreApi; }

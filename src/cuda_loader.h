@@ -60,6 +60,10 @@ namespace compmpi {
  * initialised yet (the application has not used CUDA so far) or any driver error -> false.
  * Thread-safe. */
 bool cuda_is_device_ptr(const void *p);
+/* False once the CUDA driver is known to be absent (no pointer can then be a device
+ * pointer); true while unknown or present. One load: for hot paths that would otherwise ask
+ * cuda_is_device_ptr about every buffer. */
+bool cuda_device_ptrs_possible();
 
 /* Forget the known device ranges. Only needed if the application returns device address
  * ranges to the OS (cuMemAddressFree of a cuMemAddressReserve range) and the OS may then
@@ -89,6 +93,7 @@ class CudaPtrClassifier {
     CudaPtrClassifier &operator=(const CudaPtrClassifier &) = delete;
 
     bool is_device(const void *p);
+    bool driver_absent() const { return driver_.load(std::memory_order_acquire) == 1; }
     bool driver_loaded();                     /* after the first query */
     size_t cached_ranges();
     uint64_t driver_queries() const { return queries_.load(std::memory_order_relaxed); } /* driver calls made */

@@ -171,7 +171,8 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     const size_t bytes = n * sizeof(float);
     const int codec = static_cast<int>(plan.codec->id), bits = plan.params.bits;
     double predicted = 0;
-    const CostDecision d = cost_decide(st, a.kind, bytes, codec, bits, st.settings.cost_margin, &predicted);
+    bool final = false;
+    const CostDecision d = cost_decide(st, a.kind, bytes, codec, bits, st.settings.cost_margin, &predicted, &final);
     /* a decided call is timed only for the statistics (predicted against measured): on the
      * exact path of a 4 KiB call the two clock reads are a measurable part of the cost */
     const bool timed = cost_explores(d) || stats_enabled();
@@ -182,7 +183,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
         rc = run_exact(a, st, m);
         cs.passthrough++;
         cs.reason[kReason]++;
-        if (d == CostDecision::plain) verdict_mark_final(kReason); /* decided, not exploring */
+        if (d == CostDecision::plain && final) verdict_mark_final(kReason); /* will not change */
     } else {
         rc = run_plan(a, st, be, be_ctx, m, key, plan);
     }
@@ -371,11 +372,12 @@ int dispatch(CollArgs a) noexcept {
         bool memo = false;
         if (!runtime_active()) reason = eligibility_reason("not_initialized");
         else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
-        else if ((memo = !stats_enabled() && !COMPMPI_FAULT_ON() && verdict_key(a, &vk)) && verdict_lookup(vk, &reason)) {
-            cs.passthrough++;
-            cs.reason[reason]++;
-            return passthrough(a);
-        } else reason = eligibility_precheck(a);
+        else if ((memo = !stats_enabled() && !COMPMPI_FAULT_ON()) && verdict_lookup_call(a, &reason))
+            return passthrough(a); /* not counted: with statistics off nothing reads the counters */
+        else {
+            memo = memo && verdict_key(a, &vk);
+            reason = eligibility_precheck(a);
+        }
         if (reason < 0) {
             const uint64_t gen = memo ? verdict_generation() : 0;
             CommState *st = state_get(a.comm);

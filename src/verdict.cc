@@ -10,25 +10,15 @@
 
 namespace compmpi {
 
-namespace {
-
+namespace verdict_detail {
 std::atomic<uint64_t> g_generation{1};
-
-struct Entry {
-    VerdictKey key;
-    uint64_t gen = 0; /* 0: empty */
-    int reason = 0;
-};
-constexpr int kEntries = 16; /* direct-mapped; a training loop's distinct small calls */
-
-struct Memo {
-    Entry e[kEntries];
-};
-
-/* Per thread, no lock. The pointer is initial-exec TLS (read on every call: no
- * __tls_get_addr; 8 bytes of static TLS, libcompmpi being loaded at start-up); the memo
- * itself is freed with its thread through the holder. */
 thread_local Memo *t_memo __attribute__((tls_model("initial-exec"))) = nullptr;
+}  // namespace verdict_detail
+
+namespace {
+using namespace verdict_detail;
+
+/* the memo itself is freed with its thread through the holder */
 struct Holder {
     std::unique_ptr<Memo> memo;
 };
@@ -43,20 +33,7 @@ Memo *memo() {
     return t_memo;
 }
 
-template <class H> uint64_t bits_of(H h) {
-    static_assert(sizeof(H) <= sizeof(uint64_t), "MPI handles fit 64 bits");
-    uint64_t v = 0;
-    std::memcpy(&v, &h, sizeof h);
-    return v;
-}
-
-int slot(const VerdictKey &k) {
-    uint64_t h = bits_of(k.comm) * 0x9E3779B97F4A7C15ull;
-    h ^= static_cast<uint64_t>(k.count) * 0xC2B2AE3D27D4EB4Full + static_cast<uint64_t>(k.kind) * 0x165667B19E3779F9ull +
-         static_cast<uint64_t>(k.root);
-    h ^= h >> 29;
-    return static_cast<int>(h % kEntries);
-}
+int slot_of(const VerdictKey &k) { return slot(k.comm, k.kind, k.count, k.root); }
 
 bool same(const VerdictKey &a, const VerdictKey &b) {
     return a.comm == b.comm && a.kind == b.kind && a.root == b.root && a.count == b.count &&
@@ -94,7 +71,7 @@ bool verdict_key(const CollArgs &a, VerdictKey *k) {
 bool verdict_lookup(const VerdictKey &k, int *reason) {
     const Memo *m = t_memo;
     if (!m) return false;
-    const Entry &e = m->e[slot(k)];
+    const Entry &e = m->e[slot_of(k)];
     if (e.gen != g_generation.load(std::memory_order_acquire) || !same(e.key, k)) return false;
     *reason = e.reason;
     return true;
@@ -103,7 +80,7 @@ bool verdict_lookup(const VerdictKey &k, int *reason) {
 uint64_t verdict_generation() { return g_generation.load(std::memory_order_acquire); }
 
 void verdict_store(const VerdictKey &k, int reason, uint64_t generation) {
-    Entry &e = memo()->e[slot(k)];
+    Entry &e = memo()->e[slot_of(k)];
     e.key = k;
     e.reason = reason;
     e.gen = generation;

@@ -20,12 +20,15 @@
  * for allreduce / allgather / bcast / reduce_scatter_block on predefined float types (a
  * derived datatype handle can be freed and reused for another type without libcompmpi
  * seeing it), host buffers, with statistics and fault injection off (both keep per-call
- * records the memo would skip). */
+ * records the memo skips: a hit is not counted in the pass-through statistics, which are
+ * only ever read to print them). */
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 
+#include "cuda_loader.h"
 #include "eligibility.h"
 
 namespace compmpi {
@@ -43,6 +46,10 @@ struct VerdictKey {
 bool verdict_key(const CollArgs &a, VerdictKey *k);
 /* A verdict of the current generation: the pass-through reason (src/eligibility.h). */
 bool verdict_lookup(const VerdictKey &k, int *reason);
+/* The same, straight from a call's arguments (the hit path of every memoised call: inline,
+ * no key built, no datatype query -- entries only ever hold predefined float handles, which
+ * a derived handle never equals). */
+inline bool verdict_lookup_call(const CollArgs &a, int *reason);
 /* The generation to store a verdict under: read BEFORE the full path derives it, so that a
  * change made meanwhile (by another thread) leaves the entry stale rather than wrong. */
 uint64_t verdict_generation();
@@ -54,5 +61,57 @@ void verdict_invalidate();
  * not exploring); per thread, read and cleared by dispatch(). */
 void verdict_mark_final(int reason);
 int verdict_take_final();
+
+/* ---- implementation of the inline lookup ---- */
+namespace verdict_detail {
+struct Entry {
+    VerdictKey key;
+    uint64_t gen = 0; /* 0: empty */
+    int reason = 0;
+};
+inline constexpr int kEntries = 16; /* direct-mapped; a training loop's distinct small calls */
+struct Memo {
+    Entry e[kEntries];
+};
+/* per thread, no lock; initial-exec TLS: no __tls_get_addr (8 bytes of static TLS,
+ * libcompmpi being loaded at start-up) */
+extern thread_local Memo *t_memo __attribute__((tls_model("initial-exec")));
+extern std::atomic<uint64_t> g_generation;
+
+template <class H> inline uint64_t bits_of(H h) {
+    static_assert(sizeof(H) <= sizeof(uint64_t), "MPI handles fit 64 bits");
+    uint64_t v = 0;
+    __builtin_memcpy(&v, &h, sizeof h);
+    return v;
+}
+inline int slot(MPI_Comm comm, int kind, MPI_Count count, int root) {
+    uint64_t h = bits_of(comm) * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<uint64_t>(count) * 0xC2B2AE3D27D4EB4Full + static_cast<uint64_t>(kind) * 0x165667B19E3779F9ull +
+         static_cast<uint64_t>(root);
+    h ^= h >> 29;
+    return static_cast<int>(h % kEntries);
+}
+}  // namespace verdict_detail
+
+inline bool verdict_lookup_call(const CollArgs &a, int *reason) {
+    using namespace verdict_detail;
+    const Memo *m = t_memo;
+    if (!m) return false;
+    const int kind = static_cast<int>(a.kind), root = a.kind == Coll::bcast ? a.root : -1;
+    const Entry &e = m->e[slot(a.comm, kind, a.count, root)];
+    const VerdictKey &k = e.key;
+    if (e.gen != g_generation.load(std::memory_order_acquire) || k.comm != a.comm || k.kind != kind ||
+        k.count != a.count || k.root != root || k.datatype != a.datatype || k.op != a.op ||
+        k.inplace != (a.sendbuf == MPI_IN_PLACE) || k.recvcount != a.recvcount ||
+        k.recvtype != (a.kind == Coll::allgather ? a.recvtype : MPI_DATATYPE_NULL))
+        return false;
+    /* device buffers take the full path (host staging of the exact call) */
+    if (cuda_device_ptrs_possible() &&
+        (cuda_is_device_ptr(a.recvbuf) ||
+         (a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf))))
+        return false;
+    *reason = e.reason;
+    return true;
+}
 
 }  // namespace compmpi

@@ -137,6 +137,33 @@ void given_overlapping_samples_when_deciding_expect_exact(void **) {
                      static_cast<int>(CostDecision::plain));
 }
 
+/* After kCostRecheck decided calls the class is sampled again in steady state (no warm-up)
+ * and that decision is final: a first round misled by slow first exact calls is corrected. */
+void given_first_round_decision_when_rechecked_expect_steady_state_decision_final(void **) {
+    CommState st;
+    double pred;
+    bool final = true;
+    const size_t b = 16384;
+    drive(st, Coll::allreduce, b, kBitpack, 8, 15e-6, 8e-6); /* exact looks slow in the first calls */
+    for (int i = 0; i < kCostRecheck; ++i) {
+        assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final)),
+                         static_cast<int>(CostDecision::compress));
+        assert_false(final);
+    }
+    /* the re-check: kCostSamples per side, alternating, none of them a warm-up */
+    for (int i = 0; i < 2 * kCostSamples; ++i) {
+        CostDecision d = cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final);
+        assert_int_equal(static_cast<int>(d), static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
+        cost_learn(st, Coll::allreduce, b, kBitpack, 8, d, d == CostDecision::explore_plain ? 5e-6 : 8e-6);
+    }
+    for (int i = 0; i < 3 * kCostRecheck; ++i) {
+        assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final)),
+                         static_cast<int>(CostDecision::plain));
+        assert_true(final);
+    }
+    assert_float_equal(pred, 5e-6, 1e-15);
+}
+
 void given_sizes_when_classifying_expect_floor_log2(void **) {
     assert_int_equal(cost_size_class(1), 0);
     assert_int_equal(cost_size_class(4096), 12);
@@ -156,6 +183,7 @@ int main() {
         cmocka_unit_test(given_slow_first_compressed_sample_when_learning_expect_it_unused),
         cmocka_unit_test(given_local_times_when_deciding_expect_agreed_decide_and_local_predict),
         cmocka_unit_test(given_overlapping_samples_when_deciding_expect_exact),
+        cmocka_unit_test(given_first_round_decision_when_rechecked_expect_steady_state_decision_final),
         cmocka_unit_test(given_sizes_when_classifying_expect_floor_log2),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
