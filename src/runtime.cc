@@ -13,6 +13,7 @@
 #include "simd.h"
 #include "state.h"
 #include "stats.h"
+#include "verdict.h"
 
 namespace compmpi {
 
@@ -119,6 +120,7 @@ void runtime_init() {
 
 void runtime_finalize() {
     if (!g_active.exchange(false)) return;
+    verdict_invalidate(); /* no memoised verdict outlives the library's activity */
     ReentryGuard guard;
     /* stats_report is collective: ranks launched with different COMPMPI_STATS (MPMD) agreed
      * at MPI_Init, else a rank without it would leave the others waiting in the report */

@@ -48,8 +48,16 @@ bool verdict_key(const CollArgs &a, VerdictKey *k);
 bool verdict_lookup(const VerdictKey &k, int *reason);
 /* The same, straight from a call's arguments (the hit path of every memoised call: inline,
  * no key built, no datatype query -- entries only ever hold predefined float handles, which
- * a derived handle never equals). */
-inline bool verdict_lookup_call(const CollArgs &a, int *reason);
+ * a derived handle never equals). The blocking wrappers ask before packing their arguments;
+ * nothing else needs checking: entries are stored only while the library is active, with
+ * statistics and fault injection off, and MPI_Finalize invalidates them. */
+inline bool verdict_lookup_call(Coll kind, MPI_Comm comm, MPI_Count count, MPI_Count recvcount, MPI_Datatype dt,
+                                MPI_Datatype recvtype, MPI_Op op, int root, const void *sendbuf, const void *recvbuf,
+                                int *reason);
+inline bool verdict_lookup_call(const CollArgs &a, int *reason) {
+    return verdict_lookup_call(a.kind, a.comm, a.count, a.recvcount, a.datatype, a.recvtype, a.op, a.root, a.sendbuf,
+                               a.recvbuf, reason);
+}
 /* The generation to store a verdict under: read BEFORE the full path derives it, so that a
  * change made meanwhile (by another thread) leaves the entry stale rather than wrong. */
 uint64_t verdict_generation();
@@ -93,22 +101,23 @@ inline int slot(MPI_Comm comm, int kind, MPI_Count count, int root) {
 }
 }  // namespace verdict_detail
 
-inline bool verdict_lookup_call(const CollArgs &a, int *reason) {
+inline bool verdict_lookup_call(Coll c, MPI_Comm comm, MPI_Count count, MPI_Count recvcount, MPI_Datatype dt,
+                                MPI_Datatype recvtype, MPI_Op op, int root_arg, const void *sendbuf, const void *recvbuf,
+                                int *reason) {
     using namespace verdict_detail;
     const Memo *m = t_memo;
     if (!m) return false;
-    const int kind = static_cast<int>(a.kind), root = a.kind == Coll::bcast ? a.root : -1;
-    const Entry &e = m->e[slot(a.comm, kind, a.count, root)];
+    const int kind = static_cast<int>(c), root = c == Coll::bcast ? root_arg : -1;
+    const Entry &e = m->e[slot(comm, kind, count, root)];
     const VerdictKey &k = e.key;
-    if (e.gen != g_generation.load(std::memory_order_acquire) || k.comm != a.comm || k.kind != kind ||
-        k.count != a.count || k.root != root || k.datatype != a.datatype || k.op != a.op ||
-        k.inplace != (a.sendbuf == MPI_IN_PLACE) || k.recvcount != a.recvcount ||
-        k.recvtype != (a.kind == Coll::allgather ? a.recvtype : MPI_DATATYPE_NULL))
+    if (e.gen != g_generation.load(std::memory_order_acquire) || k.comm != comm || k.kind != kind ||
+        k.count != count || k.root != root || k.datatype != dt || k.op != op ||
+        k.inplace != (sendbuf == MPI_IN_PLACE) || k.recvcount != recvcount ||
+        k.recvtype != (c == Coll::allgather ? recvtype : MPI_DATATYPE_NULL))
         return false;
     /* device buffers take the full path (host staging of the exact call) */
     if (cuda_device_ptrs_possible() &&
-        (cuda_is_device_ptr(a.recvbuf) ||
-         (a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf))))
+        (cuda_is_device_ptr(recvbuf) || (c != Coll::bcast && sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(sendbuf))))
         return false;
     *reason = e.reason;
     return true;
