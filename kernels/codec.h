@@ -69,6 +69,9 @@ struct CodecParams {
     uint32_t bucket = 0;     /* per-bucket scalers: elements per bucket (0 = whole buffer) */
     uint32_t block = 0;      /* blockwise transforms: elements per block (0 = whole buffer) */
     int nranks = 1;          /* ranks whose contributions a reduced value sums */
+    /* >= 0: the scale CodecOps::whole_scale returned for the whole contribution this encode
+     * is a segment of (the caller checked it finite); encode uses it instead of its own */
+    float fixed_scale = -1;
     SimdLevel simd = SimdLevel::scalar;
     int threads = 1;
 };
@@ -118,6 +121,11 @@ struct CodecOps {
      * nullptr: callers decode each payload and add (decode_add). */
     Status (*decode_sum)(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
                          float *out);
+    /* Optional (codecs with one scale per contribution, computed inside encode: q8's max-abs):
+     * that scale of in[0..n), or Status::nonfinite. A caller that encodes the contribution in
+     * segments passes it in p.fixed_scale: each segment then encodes exactly as the whole
+     * would (the same bytes for its elements). nullptr: encode has no such scale. */
+    Status (*whole_scale)(const float *in, size_t n, const CodecParams &p, float *scale);
 };
 
 /* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */

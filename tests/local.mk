@@ -76,7 +76,10 @@ tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
 tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
-MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state tests/mpi/t_plain_verdict
+MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state tests/mpi/t_plain_verdict \
+	tests/mpi/t_plain_gather_segments
+tests_mpi_t_plain_gather_segments_SOURCES = tests/mpi/t_plain_gather_segments.c tests/mpi/mpitest.h
+tests_mpi_t_plain_gather_segments_LDADD = -lm
 tests_mpi_t_plain_verdict_SOURCES = tests/mpi/t_plain_verdict.c tests/mpi/mpitest.h
 tests_mpi_t_plain_verdict_LDADD = -lm
 tests_mpi_t_plain_simd_state_SOURCES = tests/mpi/t_plain_simd_state.c tests/mpi/mpitest.h

@@ -32,6 +32,13 @@
  * Allgather path (q8 up to 5 ranks, qsgd at 4 bits 2: no more bytes than two phases): every rank
  * encodes its whole buffer once, the P blobs are allgathered, and every rank sums
  * D(b_0) + ... + D(b_{P-1}) in rank order -- the papers' "quantise, send, decode, sum".
+ * On host buffers it is pipelined over chunk_bytes segments the codec can encode apart
+ * without changing its rule (q8: the whole contribution's scale, computed once and passed to
+ * every segment, so the bytes are those of one encode; qsgd: segments of whole buckets, each
+ * segment its own random stream -- still one unbiased quantisation per element):
+ *
+ *   E(0) I(0) ─ E(1) I(1) ─ W(0) D(0) ─ E(2) I(2) ─ W(1) D(1) ...
+ *              └ encoding k+1 and decoding k overlap the exchanges in flight ┘
  *
  * Traffic per rank ~ 2 (P-1)/P * n * 4 / ratio bytes, like a ring allreduce.
  * Flags (NaN/Inf, local errors) of a segment travel in the owners' phase-2 blobs, so after
@@ -42,6 +49,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "coll.h"
@@ -97,11 +105,28 @@ bool quantise_once(const CodecOps &codec) { return coll_quantise_once(codec); }
  * scale for the buffer), the ranks allgather the P blobs (dense codec: fixed stride, flags in
  * the headers) and every rank sums D(b_0) + D(b_1) + ... + D(b_{P-1}) in rank order, so the
  * result has the same bits everywhere. `out` is written only after the exchange. */
+/* Elements per segment of the pipelined allgather path, or 0 for one segment: a multiple of
+ * 64 and of the codec's bucket (qsgd: norms per bucket), chunk_bytes long. */
+size_t gather_segment(const CollCtx &c, size_t n) {
+    const uint64_t bytes = c.st->settings.chunk_bytes;
+    if (!bytes || c.be != &backend_cpu()) return 0; /* device encoders take no fixed scale */
+    size_t align = 64;
+    if (c.codec->id == CodecId::qsgd) {
+        if (!c.params.param) return 0; /* one norm for the whole buffer */
+        align = std::lcm<size_t>(align, c.params.param);
+    }
+    const size_t seg = bytes / sizeof(float) / align * align;
+    return seg && seg < n ? seg : 0;
+}
+
+Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src, float *out, size_t n, size_t seg);
+
 Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size, r = c.rank;
     const float *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
+    if (const size_t seg = gather_segment(c, n)) return allreduce_gather_pipelined(c, in, src, out, n, seg);
     const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
     uint8_t *all = c.st->ws_recv.get(S * static_cast<size_t>(P));
     if (!all) return Status::no_memory;
@@ -147,6 +172,85 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
         const bool add = own_done || j > 0;
         CMPI_CHECK(c.be->decode(c.be_ctx, all + S * j, S, n, out, add, c.params));
     }
+    return Status::ok;
+}
+
+/* The pipelined allgather path (see the top of this file). Segment k's blobs go to buffer set
+ * k % 2; segment k + 1 is encoded and its exchange started before segment k is waited for
+ * and decoded, so both overlap the exchanges in flight. A flagged segment (NaN/Inf, a local
+ * error on any rank) runs the exact PMPI_Allreduce on its elements; its input is still intact
+ * (`out` is written segment by segment, after that segment's last read of `in`). */
+Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src, float *out, size_t n, size_t seg) {
+    const int P = c.size, r = c.rank;
+    const size_t nseg = (n + seg - 1) / seg;
+    CodecParams p = c.params;
+    uint8_t whole_flag = 0; /* the whole contribution's scale could not be taken: every segment flagged */
+    if (c.codec->whole_scale) {
+        float s = 0;
+        ScopedTimer t(c.stats->ns_encode);
+        const Status st = c.codec->whole_scale(src, n, p, &s);
+        if (st == Status::nonfinite) whole_flag = BLOB_NONFINITE;
+        else if (st != Status::ok) whole_flag = BLOB_ABANDON;
+        else p.fixed_scale = s;
+    }
+    const size_t S = (blob_max_bytes(*c.codec, seg, c.params) + 63) / 64 * 64;
+    if (S > INT_MAX) return Status::unsupported;
+    uint8_t *sets = c.st->ws_recv.get(2 * S * static_cast<size_t>(P));
+    if (!sets) return Status::no_memory;
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    auto lo_of = [&](size_t k) { return k * seg; };
+    auto len_of = [&](size_t k) { return std::min(seg, n - k * seg); };
+    auto set_of = [&](size_t k) { return sets + (k % 2) * S * static_cast<size_t>(P); };
+    auto encode_and_start = [&](size_t k, MPI_Request *progress) -> Status {
+        uint8_t *mine = set_of(k) + S * static_cast<size_t>(r);
+        {
+            ScopedTimer t(c.stats->ns_encode);
+            CodecParams q = p;
+            q.stream = rng_stream(r, c.st->calls, 1, static_cast<int>(k));
+            if (whole_flag) coll_write_flag(c, q, len_of(k), whole_flag, mine);
+            else coll_encode(c, q, src + lo_of(k), len_of(k), mine, S);
+            if (c.ef_new && !whole_flag)
+                coll_ef_update(c, mine, S, src + lo_of(k), len_of(k), c.ef_new + lo_of(k));
+            poke(progress);
+        }
+        c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+        c.stats->bytes_uncompressed_wire +=
+            2 * len_of(k) * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+        return start(c, &req[k % 2],
+                     COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, set_of(k),
+                                                                   static_cast<int>(S), MPI_BYTE, c.comm, &req[k % 2])));
+    };
+    uint8_t all_flags = 0;
+    int fell_back = 0;
+    CMPI_CHECK(encode_and_start(0, nullptr));
+    for (size_t k = 0; k < nseg; ++k) {
+        if (k + 1 < nseg) CMPI_CHECK(encode_and_start(k + 1, &req[k % 2]));
+        CMPI_CHECK(wait(c, &req[k % 2]));
+        const uint8_t *blobs = set_of(k);
+        uint8_t flags = 0;
+        for (int j = 0; j < P; ++j) {
+            BlobInfo info;
+            flags |= blob_peek(blobs + S * j, S, len_of(k), &info) == Status::ok ? info.flags : BLOB_ABANDON;
+        }
+        if (flags) { /* every rank saw the same flags: the exact collective for this segment */
+            ScopedTimer t(c.stats->ns_comm);
+            const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + lo_of(k));
+            int rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(sb, out + lo_of(k), static_cast<int>(len_of(k)),
+                                                                 MPI_FLOAT, MPI_SUM, c.comm));
+            if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+            if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + lo_of(k), c.ef_res + lo_of(k), len_of(k));
+            all_flags |= flags;
+            ++fell_back;
+            continue;
+        }
+        ScopedTimer t(c.stats->ns_decode);
+        for (int j = 0; j < P; ++j) /* rank order: the same sum on every rank */
+            CMPI_CHECK(c.be->decode(c.be_ctx, blobs + S * j, S, len_of(k), out + lo_of(k), j > 0, p));
+        if (k + 1 < nseg) poke(&req[(k + 1) % 2]);
+    }
+    c.segments_fallback = fell_back;
+    if (all_flags & BLOB_NONFINITE) c.fallback_reason = BLOB_NONFINITE;
+    else if (all_flags) c.fallback_reason = BLOB_ABANDON;
     return Status::ok;
 }
 

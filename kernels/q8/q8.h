@@ -68,7 +68,8 @@ int code_of(int type, float y);
 
 /* Encode n floats into kScaleBytes + n bytes. Returns nonfinite (output unspecified) if
  * the input holds NaN/Inf. Every SIMD level and thread count writes the same bytes. */
-Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads);
+Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads,
+              float fixed_scale = -1); /* >= 0: use this scale (q8_whole_scale of the whole contribution) */
 /* Static tree / mantissa with a fixed exponent offset 10^k (values above the top entry
  * saturate); invalid_arg for other types or k outside [kOffsetMin, kOffsetMax]. */
 Status encode_offset(const float *in, size_t n, int type, int k, uint8_t *out, SimdLevel lvl, int threads);

@@ -402,7 +402,7 @@ int code_of(int type, float y) {
     return T.step_code[type][i];
 }
 
-Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads) {
+Status scale_of(const float *in, size_t n, int type, SimdLevel lvl, int threads, float *scale_out) {
     if (!type_ok(type)) return Status::invalid_arg;
     if (lvl > simd_detect()) lvl = simd_detect();
     uint32_t mx = 0;
@@ -414,6 +414,15 @@ Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, 
         while (k < kOffsetMax && mx > bound[k - kOffsetMin]) ++k;
         scale = offset_scale(k);
     }
+    *scale_out = scale;
+    return Status::ok;
+}
+
+Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads, float fixed_scale) {
+    if (!type_ok(type)) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    float scale = fixed_scale;
+    if (!(scale >= 0)) CMPI_CHECK(scale_of(in, n, type, lvl, threads, &scale));
     encode_codes(in, n, type, scale, out, lvl, threads);
     return Status::ok;
 }
@@ -466,9 +475,13 @@ size_t q8_max_payload(size_t n, const CodecParams &) { return kScaleBytes + n; }
 Status q8_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(q8_check(p));
     if (cap < kScaleBytes + n) return Status::invalid_arg;
-    CMPI_CHECK(encode(in, n, p.variant, out, p.simd, p.threads));
+    CMPI_CHECK(encode(in, n, p.variant, out, p.simd, p.threads, p.fixed_scale));
     *len = kScaleBytes + n;
     return Status::ok;
+}
+Status q8_whole_scale(const float *in, size_t n, const CodecParams &p, float *scale) {
+    CMPI_CHECK(q8_check(p));
+    return scale_of(in, n, p.variant, p.simd, p.threads, scale);
 }
 Status q8_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
     if (q8_check(p) != Status::ok) return Status::corrupt;
@@ -493,5 +506,6 @@ extern const CodecOps codec_q8_ops = {
     0,
     8, 8, 8, 8,
     q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode, q8::q8_decode, q8::q8_decode_add, nullptr,
+    nullptr, q8::q8_whole_scale,
 };
 }  // namespace compmpi
