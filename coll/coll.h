@@ -133,6 +133,11 @@ void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *sr
 /* Codecs whose paper quantises each contribution exactly once and sums the decoded
  * contributions exactly (q8: Dettmers; qsgd: Alistarh et al., Alg. 1). */
 bool coll_quantise_once(const CodecOps &codec);
+/* Codecs whose allreduce may allgather the encoded contributions and sum them decoded (the
+ * papers' "quantise, send, decode, sum"), where that moves fewer bytes than two phases: those
+ * quantised once per contribution, and terngrad (its ternaries on the shared grid sum to the
+ * very levels two phases would carry; every contribution is still ternarised once). */
+bool coll_gather_may_sum(const CodecOps &codec);
 /* Does the owner's own contribution to the chunk (block) it reduces go through the codec
  * like every other rank's? Yes for stochastic codecs (terngrad, qsgd: every worker's
  * gradient is quantised, so the sum stays unbiased) and codecs quantised once per

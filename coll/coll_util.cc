@@ -81,6 +81,8 @@ void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, u
 
 bool coll_quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
 
+bool coll_gather_may_sum(const CodecOps &codec) { return coll_quantise_once(codec) || codec.id == CodecId::terngrad; }
+
 bool coll_own_encoded(const CodecOps &codec) { return (codec.flags & CODEC_STOCHASTIC) || coll_quantise_once(codec); }
 
 uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const float *own, size_t len, float *acc, size_t cap,

@@ -56,10 +56,8 @@ namespace compmpi {
 
 namespace {
 
-/* Codecs whose paper quantises each contribution exactly once (as in allreduce_twophase.cc). */
-bool quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
-
-bool own_encoded(const CodecOps &codec) { return (codec.flags & CODEC_STOCHASTIC) || quantise_once(codec); }
+bool quantise_once(const CodecOps &codec) { return coll_quantise_once(codec); }
+bool own_encoded(const CodecOps &codec) { return coll_own_encoded(codec); }
 
 int floor_pow2(int p) {
     int q = 1;

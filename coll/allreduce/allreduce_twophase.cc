@@ -32,10 +32,12 @@
  * Allgather path (q8 up to 5 ranks, qsgd at 4 bits 2: no more bytes than two phases): every rank
  * encodes its whole buffer once, the P blobs are allgathered, and every rank sums
  * D(b_0) + ... + D(b_{P-1}) in rank order -- the papers' "quantise, send, decode, sum".
+ * terngrad at 2 ranks takes it too (coll_gather_may_sum: fewer bytes, the same levels).
  * On host buffers it is pipelined over chunk_bytes segments the codec can encode apart
  * without changing its rule (q8: the whole contribution's scale, computed once and passed to
- * every segment, so the bytes are those of one encode; qsgd: segments of whole buckets, each
- * segment its own random stream -- still one unbiased quantisation per element):
+ * every segment, so the bytes are those of one encode; qsgd, terngrad: segments of whole
+ * buckets, each segment its own random stream -- still one unbiased quantisation per element;
+ * terngrad's scaler and clip threshold are agreed once for the whole buffer):
  *
  *   E(0) I(0) ─ E(1) I(1) ─ W(0) D(0) ─ E(2) I(2) ─ W(1) D(1) ...
  *              └ encoding k+1 and decoding k overlap the exchanges in flight ┘
@@ -111,9 +113,9 @@ size_t gather_segment(const CollCtx &c, size_t n) {
     const uint64_t bytes = c.st->settings.chunk_bytes;
     if (!bytes || c.be != &backend_cpu()) return 0; /* device encoders take no fixed scale */
     size_t align = 64;
-    if (c.codec->id == CodecId::qsgd) {
-        if (!c.params.param) return 0; /* one norm for the whole buffer */
-        align = std::lcm<size_t>(align, c.params.param);
+    if (c.codec->id == CodecId::qsgd || c.codec->id == CodecId::terngrad) { /* param: elements per bucket */
+        if (!c.params.param && c.codec->id == CodecId::qsgd) return 0; /* one norm for the whole buffer */
+        if (c.params.param) align = std::lcm<size_t>(align, c.params.param); /* terngrad 0: the agreed scaler */
     }
     const size_t seg = bytes / sizeof(float) / align * align;
     return seg && seg < n ? seg : 0;
@@ -222,6 +224,8 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
     };
     uint8_t all_flags = 0;
     int fell_back = 0;
+    std::vector<const uint8_t *> pay(static_cast<size_t>(P));
+    std::vector<size_t> plen(static_cast<size_t>(P));
     CMPI_CHECK(encode_and_start(0, nullptr));
     for (size_t k = 0; k < nseg; ++k) {
         if (k + 1 < nseg) CMPI_CHECK(encode_and_start(k + 1, &req[k % 2]));
@@ -231,6 +235,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
         for (int j = 0; j < P; ++j) {
             BlobInfo info;
             flags |= blob_peek(blobs + S * j, S, len_of(k), &info) == Status::ok ? info.flags : BLOB_ABANDON;
+            pay[j] = blobs + S * j + kBlobHeaderBytes, plen[j] = info.payload;
         }
         if (flags) { /* every rank saw the same flags: the exact collective for this segment */
             ScopedTimer t(c.stats->ns_comm);
@@ -244,8 +249,11 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
             continue;
         }
         ScopedTimer t(c.stats->ns_decode);
-        for (int j = 0; j < P; ++j) /* rank order: the same sum on every rank */
-            CMPI_CHECK(c.be->decode(c.be_ctx, blobs + S * j, S, len_of(k), out + lo_of(k), j > 0, p));
+        if (c.codec->decode_sum) /* one pass over the segment's output, the same bits */
+            CMPI_CHECK(c.codec->decode_sum(pay.data(), plen.data(), P, len_of(k), p, out + lo_of(k)));
+        else
+            for (int j = 0; j < P; ++j) /* rank order: the same sum on every rank */
+                CMPI_CHECK(c.be->decode(c.be_ctx, blobs + S * j, S, len_of(k), out + lo_of(k), j > 0, p));
         if (k + 1 < nseg) poke(&req[(k + 1) % 2]);
     }
     c.segments_fallback = fell_back;
@@ -272,10 +280,11 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         p2.simd = c.params.simd;
         p2.threads = c.params.threads;
     }
-    if (quantise_once(*c.codec)) {
+    if (coll_gather_may_sum(*c.codec)) {
         /* the allgather path when it moves no more bytes per rank than two phases:
          * (P-1) |E(n)| <= (P-1) (|E(n/P)| + |E2(n/P)|) -- the same numbers on every rank.
-         * q8 (E2 = fp32): P <= 5; qsgd (E2 = 8 bits): P <= (bits + 8) / bits, 2 at 4 bits */
+         * q8 (E2 = fp32): P <= 5; qsgd (E2 = 8 bits): P <= (bits + 8) / bits, 2 at 4 bits;
+         * terngrad (E2 = the 2P+1 levels): P = 2 */
         const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
         const size_t gather = blob_max_bytes(*c.codec, n, c.params);
         const size_t two = blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2);

@@ -238,6 +238,27 @@ inline void decode(const uint8_t *codes, size_t avail, size_t n, int b, const fl
     }
 }
 
+/* out = the sum over p = 0..cnt-1, in that order, of payload p's n fields decoded (bucket j
+ * of payload p scaled by steps[p][j]): the bits of decode(payload 0) followed by
+ * decode(payload p, add) for each later p, but block by block, so a block of out is summed
+ * while it is in cache and written to memory once. */
+inline void decode_sum(const uint8_t *const *codes, const size_t *avail, int cnt, size_t n, int b,
+                       const float *const *steps, size_t B, float *out, SimdLevel lvl, int threads) {
+    if (lvl > simd_detect()) lvl = simd_detect();
+    if (B == 0 || B > n) B = n;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t hi = std::min(n, (k + 1) * kBlock);
+        for (int p = 0; p < cnt; ++p)
+            for (size_t lo = k * kBlock; lo < hi;) {
+                const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
+                unpack(codes[p], avail[p], b, lo, end, steps[p][j], out, p > 0, lvl);
+                lo = end;
+            }
+    }
+}
+
 /* Encode driver. Per block k of [lo, hi): block_fn(k, lo, hi) (e.g. the statistics of the
  * block's buckets), then for every sub-block code_fn(lo, hi, bucket, int8 codes of lo..hi)
  * once per bucket run and pack_fn(codes, count, first element of the sub-block). B > 0. */

@@ -105,6 +105,66 @@ void given_abandon_flag_when_decoding_expect_corrupt(void **) {
                      static_cast<int>(Status::corrupt));
 }
 
+/* decode_sum of the codecs that sum decoded values (all but fft_topk, whose sum is spectral:
+ * test_fft_topk): the bits of decode(payload 0) then decode_add of each later payload, at
+ * every variant, SIMD level and thread count; a corrupt payload anywhere refuses the sum
+ * before out is written. */
+void given_payloads_when_decode_sum_expect_bits_of_decode_then_adds(void **) {
+    int checked = 0;
+    for (int id = 0; id < 256; ++id) {
+        const CodecOps *c = codec_by_id(id);
+        if (!c || !c->decode_sum || c->id == CodecId::fft_topk) continue;
+        for (int v = 0; v < 16; ++v)
+            for (int bucket : {0, 512})
+                for (int l = 0; l <= static_cast<int>(simd_detect()); ++l)
+                    for (int t : {1, 2}) {
+                        CodecParams p;
+                        p.bits = c->bits_default;
+                        p.variant = static_cast<uint8_t>(v);
+                        p.param = static_cast<uint32_t>(bucket);
+                        p.bucket = p.param;
+                        if (c->check(p) != Status::ok) continue;
+                        p.simd = static_cast<SimdLevel>(l);
+                        p.threads = t;
+                        const size_t n = 140003; /* above the OpenMP threshold, several blocks and a tail */
+                        std::vector<std::vector<uint8_t>> pay(3);
+                        std::vector<const uint8_t *> ptr(3);
+                        std::vector<size_t> len(3);
+                        for (int k = 0; k < 3; ++k) {
+                            auto x = testutil::gradient_data(n, 40 + k);
+                            x[4] = -3.0f, x[5] = 2.0f; /* qsgd: no norm overflow */
+                            CodecParams e = p;
+                            e.seed = 5, e.stream = static_cast<uint64_t>(k);
+                            if (c->prepare) {
+                                double stat = 0;
+                                assert_int_equal(static_cast<int>(c->prepare(x.data(), n, e, &stat)), 0);
+                                e.shared_scale = stat;
+                            }
+                            pay[k].resize(c->max_payload(n, p));
+                            assert_int_equal(static_cast<int>(c->encode(x.data(), n, e, pay[k].data(), pay[k].size(), &len[k])), 0);
+                            ptr[k] = pay[k].data();
+                        }
+                        for (int cnt = 1; cnt <= 3; ++cnt) {
+                            std::vector<float> want(n), got(n, 7.0f);
+                            assert_int_equal(static_cast<int>(c->decode(ptr[0], len[0], n, p, want.data())), 0);
+                            for (int k = 1; k < cnt; ++k)
+                                assert_int_equal(static_cast<int>(c->decode_add(ptr[k], len[k], n, p, want.data())), 0);
+                            assert_int_equal(static_cast<int>(c->decode_sum(ptr.data(), len.data(), cnt, n, p, got.data())), 0);
+                            if (!testutil::same_bytes(want.data(), got.data(), n * 4))
+                                fail_msg("%s variant %d bucket %d simd %d threads %d: decode_sum of %d payloads differs",
+                                         c->name, v, bucket, l, t, cnt);
+                            ++checked;
+                        }
+                        /* a payload one byte short: refused, out untouched */
+                        std::vector<float> out(n, 7.0f);
+                        size_t bad[3] = {len[0], len[1] - 1, len[2]};
+                        assert_int_not_equal(static_cast<int>(c->decode_sum(ptr.data(), bad, 3, n, p, out.data())), 0);
+                        for (float f : out) assert_true(f == 7.0f);
+                    }
+    }
+    assert_true(checked >= 3 * 3); /* q8, qsgd, terngrad at least */
+}
+
 }  // namespace
 
 int main() {
@@ -115,6 +175,7 @@ int main() {
         cmocka_unit_test(given_damaged_header_when_decoding_expect_corrupt_and_output_untouched),
         cmocka_unit_test(given_nan_when_encoding_expect_flagged_empty_blob),
         cmocka_unit_test(given_abandon_flag_when_decoding_expect_corrupt),
+        cmocka_unit_test(given_payloads_when_decode_sum_expect_bits_of_decode_then_adds),
     };
     return cmocka_run_group_tests_name("codec", tests, nullptr, nullptr);
 }

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "log.h"
 
@@ -436,7 +437,9 @@ Status encode_offset(const float *in, size_t n, int type, int k, uint8_t *out, S
     return Status::ok;
 }
 
-Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdLevel lvl, int threads) {
+namespace {
+/* A payload's scale checked and its decode table built, before any output is written. */
+Status dec_ctx(const uint8_t *in, int type, DecCtx *d) {
     if (!type_ok(type)) return Status::corrupt;
     float scale;
     std::memcpy(&scale, in, kScaleBytes);
@@ -445,21 +448,41 @@ Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdL
         const float *offs = tables().offs;
         if (!std::binary_search(offs, offs + (kOffsetMax - kOffsetMin + 1), scale)) return Status::corrupt;
     }
-    if (lvl > simd_detect()) lvl = simd_detect();
-    DecCtx d;
     const float *mag = tables().mag[type];
     for (int m = 0; m < 128; ++m) {
         uint32_t v = fbits(mag[m] * scale);
-        d.tab[m] = v;
-        d.tab[m + 128] = v | 0x80000000u;
-        for (int b = 0; b < 4; ++b) d.plane[b][m] = static_cast<uint8_t>(v >> (8 * b));
+        d->tab[m] = v;
+        d->tab[m + 128] = v | 0x80000000u;
+        for (int b = 0; b < 4; ++b) d->plane[b][m] = static_cast<uint8_t>(v >> (8 * b));
     }
+    return Status::ok;
+}
+}  // namespace
+
+Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdLevel lvl, int threads) {
+    DecCtx d;
+    CMPI_CHECK(dec_ctx(in, type, &d));
+    if (lvl > simd_detect()) lvl = simd_detect();
     const uint8_t *codes = in + kScaleBytes;
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
     for (size_t b = 0; b < nblocks; ++b) {
         size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
         decode_block(codes + lo, len, d, out + lo, add, lvl);
+    }
+    return Status::ok;
+}
+
+Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *out, SimdLevel lvl, int threads) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<DecCtx> d(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(dec_ctx(in[k], type, &d[k]));
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) {
+        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        for (int k = 0; k < cnt; ++k) decode_block(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
     }
     return Status::ok;
 }
@@ -478,6 +501,12 @@ Status q8_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     CMPI_CHECK(encode(in, n, p.variant, out, p.simd, p.threads, p.fixed_scale));
     *len = kScaleBytes + n;
     return Status::ok;
+}
+Status q8_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
+    if (q8_check(p) != Status::ok) return Status::corrupt;
+    for (int k = 0; k < cnt; ++k)
+        if (len[k] != kScaleBytes + n || len[k] < n) return Status::corrupt;
+    return decode_sum(in, cnt, n, p.variant, out, p.simd, p.threads);
 }
 Status q8_whole_scale(const float *in, size_t n, const CodecParams &p, float *scale) {
     CMPI_CHECK(q8_check(p));
@@ -506,6 +535,6 @@ extern const CodecOps codec_q8_ops = {
     0,
     8, 8, 8, 8,
     q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode, q8::q8_decode, q8::q8_decode_add, nullptr,
-    nullptr, q8::q8_whole_scale,
+    q8::q8_decode_sum, q8::q8_whole_scale,
 };
 }  // namespace compmpi

@@ -243,17 +243,25 @@ Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     return Status::ok;
 }
 
-Status qs_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
-    CMPI_CHECK(qs_check(p));
+/* Every check of a payload before any output is written: its steps (norm / s) into *step. */
+Status qs_steps(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *step) {
     if (len != qs_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
-    std::vector<float> step(nb);
-    if (nb) std::memcpy(step.data(), in, 4 * nb);
+    step->resize(nb);
+    if (nb) std::memcpy(step->data(), in, 4 * nb);
     const float sL = static_cast<float>((1 << (p.bits - 1)) - 1);
-    for (float &v : step) {
+    for (float &v : *step) {
         if (!std::isfinite(v) || std::signbit(v) || !norm_fits(v, p.bits)) return Status::corrupt;
         v /= sL;
     }
+    return Status::ok;
+}
+
+Status qs_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
+    CMPI_CHECK(qs_check(p));
+    std::vector<float> step;
+    CMPI_CHECK(qs_steps(in, len, n, p, &step));
+    const size_t nb = step.size();
     const SimdLevel lvl = std::min(p.simd, simd_detect());
     fields::decode(in + 4 * nb, len - 4 * nb, n, p.bits, step.data(), p.param, out, add, lvl, p.threads);
     return Status::ok;
@@ -264,6 +272,24 @@ Status qs_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, 
 }
 Status qs_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
     return qs_decode_common(in, len, n, p, acc, true);
+}
+/* The sum of cnt payloads in index order, block by block (the bits of decode + decode_add). */
+Status qs_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
+    CMPI_CHECK(qs_check(p));
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<std::vector<float>> step(static_cast<size_t>(cnt));
+    std::vector<const uint8_t *> codes(static_cast<size_t>(cnt));
+    std::vector<size_t> avail(static_cast<size_t>(cnt));
+    std::vector<const float *> steps(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) {
+        CMPI_CHECK(qs_steps(in[k], len[k], n, p, &step[k]));
+        codes[k] = in[k] + 4 * step[k].size();
+        avail[k] = len[k] - 4 * step[k].size();
+        steps[k] = step[k].data();
+    }
+    fields::decode_sum(codes.data(), avail.data(), cnt, n, p.bits, steps.data(), p.param, out,
+                       std::min(p.simd, simd_detect()), p.threads);
+    return Status::ok;
 }
 
 /* Phase 2 of the two-phase allreduce re-quantises a partial sum: at 8 bits (s = 127), the
@@ -296,5 +322,6 @@ extern const CodecOps codec_qsgd_ops = {
     qsgd::qs_decode,
     qsgd::qs_decode_add,
     qsgd::qs_reduced_params,
+    qsgd::qs_decode_sum,
 };
 }  // namespace compmpi

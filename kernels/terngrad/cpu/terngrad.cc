@@ -710,11 +710,13 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     return Status::ok;
 }
 
-Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
-    CMPI_CHECK(tg_check(p));
+/* Every check of a payload, before any output is written: its scalers into *s. */
+Status tg_validate(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *s_out) {
+    if (tg_check(p) != Status::ok) return Status::corrupt;
     if (len != tg_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
-    std::vector<float> s(nb);
+    std::vector<float> &s = *s_out;
+    s.resize(nb);
     if (nb) std::memcpy(s.data(), in, 4 * nb);
     for (float v : s)
         if (!std::isfinite(v) || std::signbit(v) || (p.variant == kLevels && !levels_fit(v, p.bits)))
@@ -735,7 +737,16 @@ Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
         for (size_t i = 0; i < avail; ++i) mx = std::max(mx, codes[i]);
         bad = mx > 242;
     }
-    if (bad) return Status::corrupt;
+    return bad ? Status::corrupt : Status::ok;
+}
+
+Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
+    CMPI_CHECK(tg_check(p));
+    std::vector<float> s;
+    CMPI_CHECK(tg_validate(in, len, n, p, &s));
+    const size_t nb = s.size();
+    const uint8_t *codes = in + 4 * nb;
+    const size_t avail = len - 4 * nb;
     SimdLevel lvl = std::min(p.simd, simd_detect());
     if (p.variant != kBase3) {
         fields::decode(codes, avail, n, p.variant == kBase4 ? 2 : p.bits, s.data(), p.param, out, add, lvl, p.threads);
@@ -760,6 +771,39 @@ Status tg_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, 
 }
 Status tg_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
     return tg_decode_common(in, len, n, p, acc, true);
+}
+/* The sum of cnt payloads in index order, block by block (the bits of decode + decode_add). */
+Status tg_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<std::vector<float>> s(static_cast<size_t>(cnt));
+    std::vector<const uint8_t *> codes(static_cast<size_t>(cnt));
+    std::vector<size_t> avail(static_cast<size_t>(cnt));
+    std::vector<const float *> steps(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) {
+        CMPI_CHECK(tg_validate(in[k], len[k], n, p, &s[k]));
+        codes[k] = in[k] + 4 * s[k].size();
+        avail[k] = len[k] - 4 * s[k].size();
+        steps[k] = s[k].data();
+    }
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
+    if (p.variant != kBase3) {
+        fields::decode_sum(codes.data(), avail.data(), cnt, n, p.variant == kBase4 ? 2 : p.bits, steps.data(), p.param,
+                           out, lvl, p.threads);
+        return Status::ok;
+    }
+    const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t hi = std::min(n, (k + 1) * kBlock);
+        for (int q = 0; q < cnt; ++q)
+            for (size_t lo = k * kBlock; lo < hi;) {
+                const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
+                unpack3(codes[q], lo, end, steps[q][j], out, q > 0, lvl);
+                lo = end;
+            }
+    }
+    return Status::ok;
 }
 
 /* Phase 2 sums P ternary contributions on one grid {-s, 0, s}: integer levels in [-P, P]. The
@@ -803,5 +847,6 @@ extern const CodecOps codec_terngrad_ops = {
     terngrad::tg_decode,
     terngrad::tg_decode_add,
     terngrad::tg_reduced_params,
+    terngrad::tg_decode_sum,
 };
 }  // namespace compmpi
