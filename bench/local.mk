@@ -7,3 +7,5 @@ bench_coll_bench_LDADD = -lm
 noinst_PROGRAMS += bench/overlap_bench
 bench_overlap_bench_SOURCES = bench/overlap_bench.c
 bench_overlap_bench_LDADD = -lm
+noinst_PROGRAMS += bench/after_effect
+bench_after_effect_SOURCES = bench/after_effect.c
