@@ -221,6 +221,16 @@ inline void unpack(const uint8_t *codes, size_t avail, int b, size_t i0, size_t 
     }
 }
 
+/* Fields [lo, hi), bucket j (of B elements) scaled by steps[j], bucket run by bucket run. */
+inline void decode_range(const uint8_t *codes, size_t avail, int b, const float *steps, size_t B, size_t lo,
+                         size_t hi, float *out, bool add, SimdLevel lvl) {
+    while (lo < hi) {
+        const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
+        unpack(codes, avail, b, lo, end, steps[j], out, add, lvl);
+        lo = end;
+    }
+}
+
 /* Decode n fields, bucket j (of B elements; B = 0: one bucket) scaled by steps[j]. */
 inline void decode(const uint8_t *codes, size_t avail, size_t n, int b, const float *steps, size_t B, float *out,
                    bool add, SimdLevel lvl, int threads) {
@@ -228,14 +238,8 @@ inline void decode(const uint8_t *codes, size_t avail, size_t n, int b, const fl
     if (B == 0 || B > n) B = n;
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t hi = std::min(n, (k + 1) * kBlock);
-        for (size_t lo = k * kBlock; lo < hi;) {
-            const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
-            unpack(codes, avail, b, lo, end, steps[j], out, add, lvl);
-            lo = end;
-        }
-    }
+    for (size_t k = 0; k < nblocks; ++k)
+        decode_range(codes, avail, b, steps, B, k * kBlock, std::min(n, (k + 1) * kBlock), out, add, lvl);
 }
 
 /* out = the sum over p = 0..cnt-1, in that order, of payload p's n fields decoded (bucket j
@@ -248,15 +252,9 @@ inline void decode_sum(const uint8_t *const *codes, const size_t *avail, int cnt
     if (B == 0 || B > n) B = n;
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t hi = std::min(n, (k + 1) * kBlock);
+    for (size_t k = 0; k < nblocks; ++k)
         for (int p = 0; p < cnt; ++p)
-            for (size_t lo = k * kBlock; lo < hi;) {
-                const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
-                unpack(codes[p], avail[p], b, lo, end, steps[p][j], out, p > 0, lvl);
-                lo = end;
-            }
-    }
+            decode_range(codes[p], avail[p], b, steps[p], B, k * kBlock, std::min(n, (k + 1) * kBlock), out, p > 0, lvl);
 }
 
 /* Encode driver. Per block k of [lo, hi): block_fn(k, lo, hi) (e.g. the statistics of the

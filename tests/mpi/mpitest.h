@@ -43,6 +43,16 @@ static inline void mt_fill(float *x, size_t n, uint64_t seed, int rank) {
     for (size_t i = 0; i < n; ++i) x[i] = mt_value(seed, rank, i);
 }
 
+/* exact[0..n) = the fp32 sum over ranks 0..size-1, in rank order, of mt_fill(seed, rank):
+ * with 2 ranks, what MPI's own allreduce returns bit for bit. tmp: n floats of scratch. */
+static inline void mt_exact_sum(float *exact, float *tmp, size_t n, uint64_t seed, int size) {
+    for (size_t i = 0; i < n; ++i) exact[i] = 0.0f;
+    for (int r = 0; r < size; ++r) {
+        mt_fill(tmp, n, seed, r);
+        for (size_t i = 0; i < n; ++i) exact[i] += tmp[i];
+    }
+}
+
 static inline uint64_t mt_hash(const void *p, size_t bytes) {
     const unsigned char *c = (const unsigned char *)p;
     uint64_t h = 1469598103934665603ull;

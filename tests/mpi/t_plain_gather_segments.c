@@ -27,11 +27,7 @@ int main(int argc, char **argv) {
     const int n = 300007; /* 18 segments of 64 KiB (16384 floats) and a shorter last one */
     float *x = malloc(sizeof(float) * n), *one = malloc(sizeof(float) * n), *seg = malloc(sizeof(float) * n);
     float *exact = malloc(sizeof(float) * n), *other = malloc(sizeof(float) * n);
-    for (int i = 0; i < n; ++i) exact[i] = 0.0f;
-    for (int r = 0; r < size; ++r) {
-        mt_fill(other, n, 21, r);
-        for (int i = 0; i < n; ++i) exact[i] += other[i];
-    }
+    mt_exact_sum(exact, other, (size_t)n, 21, size);
     mt_fill(x, n, 21, rank);
     const char *codecs[] = {"q8", "qsgd"};
     const double bound[] = {0.035, 2.9}; /* relative l2 error, as t_codecs */

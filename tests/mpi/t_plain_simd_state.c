@@ -45,12 +45,7 @@ int main(int argc, char **argv) {
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n * size);
     float *exact = malloc(sizeof(float) * n), *other = malloc(sizeof(float) * n);
     mt_fill(x, n, 5, rank);
-    /* the exact fp32 sum in rank order, as MPICH's 2-rank allreduce computes it */
-    for (int i = 0; i < n; ++i) exact[i] = 0.0f;
-    for (int r = 0; r < size; ++r) {
-        mt_fill(other, n, 5, r);
-        for (int i = 0; i < n; ++i) exact[i] += other[i];
-    }
+    mt_exact_sum(exact, other, (size_t)n, 5, size);
     for (size_t k = 0; k < sizeof codecs / sizeof *codecs; ++k) {
         MPI_Info info;
         MPI_Comm comm;

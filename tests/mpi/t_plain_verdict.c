@@ -41,11 +41,7 @@ int main(int argc, char **argv) {
     x = malloc(sizeof(float) * n), y = malloc(sizeof(float) * n), exact = malloc(sizeof(float) * n);
     float *other = malloc(sizeof(float) * n);
     mt_fill(x, n, 3, rank);
-    for (int i = 0; i < n; ++i) exact[i] = 0.0f;
-    for (int r = 0; r < size; ++r) {
-        mt_fill(other, n, 3, r);
-        for (int i = 0; i < n; ++i) exact[i] += other[i];
-    }
+    mt_exact_sum(exact, other, (size_t)n, 3, size);
     if (size != 2) {
         if (rank == 0) printf("# 2 ranks only: the exact sum is then known bit for bit\n");
         MPI_Finalize();
