@@ -180,6 +180,46 @@ inline Moments moments_of(const float *x, size_t len, bool moments, SimdLevel lv
     return m;
 }
 
+/* The sum of squares of one bucket and whether it holds NaN/Inf (qsgd's norm): the bits of
+ * moments_of(x, len, true, lvl).sumsq -- the same lanes, the same fold, segment by segment --
+ * without the sum and the maximum the AVX-512 path would also compute. */
+CMPI_AVX512 inline void sumsq_seg_avx512(const float *x, size_t n, double *sumsq, uint32_t *bad) {
+    const __m512i exp = _mm512_set1_epi32(static_cast<int>(kExp));
+    __m512d q0 = _mm512_setzero_pd(), q1 = q0;
+    __mmask16 b = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        b |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), exp), exp);
+        __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d d1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        q0 = _mm512_add_pd(q0, _mm512_mul_pd(d0, d0));
+        q1 = _mm512_add_pd(q1, _mm512_mul_pd(d1, d1));
+    }
+    alignas(64) double sa[16] = {}, qa[16];
+    _mm512_store_pd(qa, q0);
+    _mm512_store_pd(qa + 8, q1);
+    float mx = 0;
+    uint32_t bads = b != 0;
+    seg_tail(x, i, n, true, sa, qa, &mx, &bads);
+    *sumsq = fold16(qa);
+    *bad = bads;
+}
+
+inline Moments sumsq_of(const float *x, size_t len, SimdLevel lvl) {
+    if (lvl > simd_detect()) lvl = simd_detect();
+    if (lvl != SimdLevel::avx512) return moments_of(x, len, true, lvl);
+    Moments m;
+    for (size_t lo = 0; lo < len; lo += kSeg) {
+        double q = 0;
+        uint32_t bad = 0;
+        sumsq_seg_avx512(x + lo, std::min(kSeg, len - lo), &q, &bad);
+        m.sumsq += q;
+        m.bad |= bad;
+    }
+    return m;
+}
+
 /* Statistics of each bucket of x[0..n). Returns false if x holds NaN/Inf. */
 inline bool bucket_moments(const float *x, size_t n, size_t B, bool moments, SimdLevel lvl, int threads,
                            std::vector<Moments> *out) {

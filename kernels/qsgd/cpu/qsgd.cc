@@ -220,7 +220,7 @@ Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     auto block_stats = [&](size_t k, size_t lo, size_t hi) {
         if (!fused) return;
         for (size_t j = lo / B; j * B < hi; ++j)
-            bad[k] |= !norm_from(j, bstats::moments_of(in + j * B, std::min(B, n - j * B), true, lvl));
+            bad[k] |= !norm_from(j, bstats::sumsq_of(in + j * B, std::min(B, n - j * B), lvl));
     };
     if (lvl == SimdLevel::avx512 && (nb <= 1 || B % 64 == 0)) {
         const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
