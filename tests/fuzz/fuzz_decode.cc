@@ -3,7 +3,11 @@
  * the status is ok, corrupt or nonfinite; nothing is read outside the blob or written
  * outside the n floats (both heap blocks sized exactly: ASan); a flagged or rejected header
  * leaves the output untouched; and a blob that decodes gives the same bits at every SIMD
- * level (ranks on different CPUs must agree). Input layout: fuzz_target.h.
+ * level (ranks on different CPUs must agree). A codec with decode_sum (the allgather path
+ * sums received payloads with it) also sums the payload with itself: the same status as
+ * decoding it, the output untouched when refused, and for the codecs whose sum is decode then
+ * decode-add (all but fft_topk, summed in its spectral domain) the same bits. Input layout:
+ * fuzz_target.h.
  *
  * One decoder per run (FUZZ_CODEC=<name>, read once in LLVMFuzzerInitialize): the header's
  * codec byte is set to that codec's id in the copy decoded, so every execution reaches that
@@ -93,6 +97,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     ++g_decoded[s == Status::ok ? 0 : s == Status::corrupt ? 1 : 2];
+    const CodecOps *ops = codec_by_id(static_cast<int>(info.codec));
+    if (ops && ops->decode_sum) {
+        CodecParams p;
+        p.bits = info.bits, p.variant = info.variant, p.param = info.param, p.simd = lvl, p.threads = threads;
+        const uint8_t *pay[2] = {blob.get() + kBlobHeaderBytes, blob.get() + kBlobHeaderBytes};
+        const size_t plen[2] = {static_cast<size_t>(info.payload), static_cast<size_t>(info.payload)};
+        std::unique_ptr<float[]> sum(new float[n ? n : 1]), twice(new float[n ? n : 1]);
+        for (uint64_t i = 0; i < n; ++i) sum[i] = twice[i] = before[i];
+        const Status s3 = ops->decode_sum(pay, plen, 2, n, p, sum.get());
+        FUZZ_REQUIRE((s3 == Status::ok) == (s == Status::ok),
+                     "codec %d: decode %s, decode_sum %s", static_cast<int>(info.codec), status_str(s), status_str(s3));
+        FUZZ_REQUIRE(s3 == Status::ok || n == 0 || std::memcmp(before.get(), sum.get(), n * sizeof(float)) == 0,
+                     "codec %d: decode_sum refused the payload but wrote its output", static_cast<int>(info.codec));
+        if (s3 == Status::ok && info.codec != CodecId::fft_topk && n) {
+            FUZZ_REQUIRE(ops->decode(pay[0], plen[0], n, p, twice.get()) == Status::ok &&
+                             ops->decode_add(pay[1], plen[1], n, p, twice.get()) == Status::ok &&
+                             std::memcmp(twice.get(), sum.get(), n * sizeof(float)) == 0,
+                         "codec %d: decode_sum differs from decode + decode_add", static_cast<int>(info.codec));
+        }
+    }
     if (lvl != SimdLevel::scalar) {
         const Status s2 = blob_decode(blob.get(), avail, n, ref.get(), acc, SimdLevel::scalar, 1);
         FUZZ_REQUIRE(s2 == s, "codec %d: %s says %s, scalar %s", static_cast<int>(info.codec), simd_name(lvl),
