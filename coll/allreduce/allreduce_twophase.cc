@@ -66,6 +66,7 @@ struct Segment {
     size_t base = 0;        /* chunk length (the last chunk may be shorter) */
     uint8_t *send = nullptr, *recv = nullptr; /* phase 1, stride S */
     uint8_t *slots = nullptr;                 /* phase 2, stride S2 */
+    size_t S = 0, S2 = 0; /* this segment's strides: the last, shorter segment sends fewer bytes */
     MPI_Request req = MPI_REQUEST_NULL;
     uint8_t flags = 0;
 };
@@ -203,24 +204,30 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
     auto lo_of = [&](size_t k) { return k * seg; };
     auto len_of = [&](size_t k) { return std::min(seg, n - k * seg); };
     auto set_of = [&](size_t k) { return sets + (k % 2) * S * static_cast<size_t>(P); };
+    /* each segment's own stride (the last one is shorter: a full stride would send its unused
+     * bytes); from the segment's length only, so the same on every rank */
+    auto stride_of = [&](size_t k) {
+        return k + 1 < nseg ? S : std::min(S, (blob_max_bytes(*c.codec, len_of(k), c.params) + 63) / 64 * 64);
+    };
     auto encode_and_start = [&](size_t k, MPI_Request *progress) -> Status {
-        uint8_t *mine = set_of(k) + S * static_cast<size_t>(r);
+        const size_t Sk = stride_of(k);
+        uint8_t *mine = set_of(k) + Sk * static_cast<size_t>(r);
         {
             ScopedTimer t(c.stats->ns_encode);
             CodecParams q = p;
             q.stream = rng_stream(r, c.st->calls, 1, static_cast<int>(k));
             if (whole_flag) coll_write_flag(c, q, len_of(k), whole_flag, mine);
-            else coll_encode(c, q, src + lo_of(k), len_of(k), mine, S);
+            else coll_encode(c, q, src + lo_of(k), len_of(k), mine, Sk);
             if (c.ef_new && !whole_flag)
-                coll_ef_update(c, mine, S, src + lo_of(k), len_of(k), c.ef_new + lo_of(k));
+                coll_ef_update(c, mine, Sk, src + lo_of(k), len_of(k), c.ef_new + lo_of(k));
             poke(progress);
         }
-        c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
+        c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire +=
             2 * len_of(k) * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
         return start(c, &req[k % 2],
                      COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, set_of(k),
-                                                                   static_cast<int>(S), MPI_BYTE, c.comm, &req[k % 2])));
+                                                                   static_cast<int>(Sk), MPI_BYTE, c.comm, &req[k % 2])));
     };
     uint8_t all_flags = 0;
     int fell_back = 0;
@@ -231,11 +238,12 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
         if (k + 1 < nseg) CMPI_CHECK(encode_and_start(k + 1, &req[k % 2]));
         CMPI_CHECK(wait(c, &req[k % 2]));
         const uint8_t *blobs = set_of(k);
+        const size_t Sk = stride_of(k);
         uint8_t flags = 0;
         for (int j = 0; j < P; ++j) {
             BlobInfo info;
-            flags |= blob_peek(blobs + S * j, S, len_of(k), &info) == Status::ok ? info.flags : BLOB_ABANDON;
-            pay[j] = blobs + S * j + kBlobHeaderBytes, plen[j] = info.payload;
+            flags |= blob_peek(blobs + Sk * j, Sk, len_of(k), &info) == Status::ok ? info.flags : BLOB_ABANDON;
+            pay[j] = blobs + Sk * j + kBlobHeaderBytes, plen[j] = info.payload;
         }
         if (flags) { /* every rank saw the same flags: the exact collective for this segment */
             ScopedTimer t(c.stats->ns_comm);
@@ -253,7 +261,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
             CMPI_CHECK(c.codec->decode_sum(pay.data(), plen.data(), P, len_of(k), p, out + lo_of(k)));
         else
             for (int j = 0; j < P; ++j) /* rank order: the same sum on every rank */
-                CMPI_CHECK(c.be->decode(c.be_ctx, blobs + S * j, S, len_of(k), out + lo_of(k), j > 0, p));
+                CMPI_CHECK(c.be->decode(c.be_ctx, blobs + Sk * j, Sk, len_of(k), out + lo_of(k), j > 0, p));
         if (k + 1 < nseg) poke(&req[(k + 1) % 2]);
     }
     c.segments_fallback = fell_back;
@@ -313,7 +321,6 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     const size_t S = (blob_max_bytes(*c.codec, base_max, c.params) + 63) / 64 * 64;
     const size_t S2 = (blob_max_bytes(*codec2, base_max, p2) + 63) / 64 * 64;
     if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
-    const int Si = static_cast<int>(S), S2i = static_cast<int>(S2);
     uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
     uint8_t *recvbuf = c.st->ws_recv.get(2 * (S + S2) * P);
     float *acc = c.be->scratch(c.be_ctx, 0, base_max);
@@ -332,6 +339,11 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         sg[k].send = sendbuf + (k % 2) * S * P;
         sg[k].recv = recvbuf + (k % 2) * (S + S2) * P;
         sg[k].slots = sg[k].recv + S * P;
+        /* from the segment's length only: the same on every rank */
+        size_t lo_k, max_k;
+        chunk_range(sg[k].n, P, 0, &lo_k, &max_k);
+        sg[k].S = k + 1 < nseg ? S : std::min(S, (blob_max_bytes(*c.codec, max_k, c.params) + 63) / 64 * 64);
+        sg[k].S2 = k + 1 < nseg ? S2 : std::min(S2, (blob_max_bytes(*codec2, max_k, p2) + 63) / 64 * 64);
     }
 
     auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {
@@ -342,16 +354,17 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             chunk_range(g.n, P, j, &lo, &len);
             CodecParams p = c.params;
             p.stream = rng_stream(r, c.st->calls, 1, j + P * k);
-            coll_encode(c, p, src + g.lo + lo, len, g.send + S * j, S);
-            if (c.ef_new) coll_ef_update(c, g.send + S * j, S, src + g.lo + lo, len, c.ef_new + g.lo + lo);
+            coll_encode(c, p, src + g.lo + lo, len, g.send + g.S * j, g.S);
+            if (c.ef_new) coll_ef_update(c, g.send + g.S * j, g.S, src + g.lo + lo, len, c.ef_new + g.lo + lo);
             poke(progress);
         }
     };
     /* one segment: nothing to overlap, so the blocking collectives (MPICH's tuned algorithms) */
     const bool blocking = nseg == 1;
     auto start1 = [&](Segment &g) {
-        c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
-        if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, S);
+        c.stats->bytes_wire += g.S * static_cast<size_t>(P - 1);
+        if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, g.S);
+        const int Si = static_cast<int>(g.S);
         return start(c, &g.req,
                      COMPMPI_FAULT_MPI(ialltoall, PMPI_Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req)));
     };
@@ -362,34 +375,34 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         uint8_t flags = 0;
         {
             ScopedTimer t(c.stats->ns_decode);
-            flags = coll_accumulate(c, own_encoded, src + g.lo + lo_r, len_r, acc, S,
-                                    [&](int j) -> const uint8_t * { return j == r ? g.send + S * r : g.recv + S * j; });
+            flags = coll_accumulate(c, own_encoded, src + g.lo + lo_r, len_r, acc, g.S,
+                                    [&](int j) -> const uint8_t * { return j == r ? g.send + g.S * r : g.recv + g.S * j; });
         }
-        uint8_t *mine = g.slots + S2 * r;
+        uint8_t *mine = g.slots + g.S2 * r;
         {
             ScopedTimer t(c.stats->ns_encode);
             CodecParams p = p2;
             p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
             if (flags) coll_write_flag(c, p, len_r, flags, mine);
-            else c.be->encode(c.be_ctx, *codec2, p, acc, len_r, mine, S2, nullptr);
+            else c.be->encode(c.be_ctx, *codec2, p, acc, len_r, mine, g.S2, nullptr);
             /* the residual also owes what phase 2 failed to carry of the sum (terngrad on the
              * shared grid, q8's fp32 phase 2: nothing): all of the owner's residual when its
              * chunk entered exact, else added to its phase-1 residual */
             if (c.ef_new && !flags) {
                 if (!own_encoded) {
-                    coll_ef_update(c, mine, S2, acc, len_r, c.ef_new + g.lo + lo_r);
+                    coll_ef_update(c, mine, g.S2, acc, len_r, c.ef_new + g.lo + lo_r);
                 } else if (d2) {
-                    coll_ef_update(c, mine, S2, acc, len_r, d2);
+                    coll_ef_update(c, mine, g.S2, acc, len_r, d2);
                     c.be->add(c.be_ctx, c.ef_new + g.lo + lo_r, d2, len_r);
                 }
             }
         }
-        c.stats->bytes_wire += S2 * static_cast<size_t>(P - 1);
+        c.stats->bytes_wire += g.S2 * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);
-        if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, S2);
+        if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, g.S2);
         return start(c, &g.req,
-                     COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots, S2i,
-                                                                   MPI_BYTE, c.comm, &g.req)));
+                     COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots,
+                                                                   static_cast<int>(g.S2), MPI_BYTE, c.comm, &g.req)));
     };
     /* after phase 2 arrived: every rank sees the same slots; decode or fall back */
     auto finish = [&](Segment &g) -> Status {
@@ -398,7 +411,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
             BlobInfo info;
-            flags |= blob_peek(g.slots + S2 * j, S2, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+            flags |= blob_peek(g.slots + g.S2 * j, g.S2, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
         }
         g.flags = flags;
         if (flags) {
@@ -416,7 +429,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         for (int j = 0; j < P; ++j) {
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
-            CMPI_CHECK(c.be->decode(c.be_ctx, g.slots + S2 * j, S2, len, out + g.lo + lo, false, c.params));
+            CMPI_CHECK(c.be->decode(c.be_ctx, g.slots + g.S2 * j, g.S2, len, out + g.lo + lo, false, c.params));
         }
         return Status::ok;
     };
