@@ -12,7 +12,9 @@
 # Codec spec syntax:   NAME[:POLICY][+VAR=VALUE]...
 #   NAME      value of COMPMPI_CODEC; the special name "baseline" runs the
 #             trainer WITHOUT LD_PRELOAD (plain 32-bit MPI).
-#   POLICY    value of COMPMPI_POLICY (default: static; ignored for baseline).
+#   POLICY    value of COMPMPI_POLICY (default: static; ignored for baseline); a number
+#             instead is a static bit width (bitpack:16 = policy static, COMPMPI_BITS=16,
+#             as in bench/netem/run_bench.sh).
 #   +VAR=VAL  extra environment for the ranks (passed with -genv), repeatable,
 #             e.g.  q8+COMPMPI_ERROR_FEEDBACK=1  or  bitpack:awp+COMPMPI_X=3+COMPMPI_Y=a
 # A baseline run is added automatically (needed for the accuracy gap) unless
@@ -112,6 +114,7 @@ spec_parse() {
   [[ -n "$p_codec" ]] || die "spec '$spec': empty codec name"
   [[ -n "$p_policy" && "$p_policy" != *:* ]] || die "spec '$spec': bad policy (syntax NAME[:POLICY][+VAR=VALUE]...)"
   p_env=()
+  if [[ "$p_policy" =~ ^[0-9]+$ ]]; then p_env+=("COMPMPI_BITS=$p_policy"); p_policy=static; fi
   if [[ -n "$rest" ]]; then
     local IFS='+' kv
     for kv in $rest; do

@@ -10,10 +10,11 @@ only adds LD_PRELOAD=libcompmpi.so and COMPMPI_* variables for the ranks.  With 
 each rank lives in its own network namespace on links shaped to RATE (bench/netem, root);
 without it all ranks share this machine's memory (Open MPI's shared-memory transport).
 
-Codec spec (same syntax as examples/run_codecs.sh):  NAME[:POLICY][+VAR=VALUE]...
+Codec spec (same syntax as examples/run_codecs.sh):  NAME[:POLICY|:BITS][+VAR=VALUE]...
     plain            no LD_PRELOAD at all: Open MPI's own MPI_Allreduce (always run first)
     q8               COMPMPI_CODEC=q8 COMPMPI_POLICY=static
     bitpack:awp      COMPMPI_CODEC=bitpack COMPMPI_POLICY=awp
+    bitpack:16       COMPMPI_CODEC=bitpack COMPMPI_POLICY=static COMPMPI_BITS=16
     topk+COMPMPI_ERROR_FEEDBACK=1   extra variables for the ranks, repeatable
 
 Bytes on the wire per step (all ranks together):
@@ -70,6 +71,9 @@ def parse_spec(spec):
             env.append(tuple(kv.split("=", 1)))
     if codec in ("plain", "baseline"):
         return {"spec": spec, "codec": "plain", "policy": "", "env": env}
+    if policy.isdigit():  # a bit width, as in bench/netem/run_bench.sh
+        env.insert(0, ("COMPMPI_BITS", policy))
+        policy = "static"
     return {"spec": spec, "codec": codec, "policy": policy or "static", "env": env}
 
 
