@@ -107,6 +107,13 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
  * multiples of 16 elements (64 bytes) except the last. */
 void chunk_range(size_t n, int p, int j, size_t *lo, size_t *len);
 
+/* The exchange stride of a blob of n elements: its largest size rounded up to 64 bytes, so
+ * that every blob of a buffer set starts 64-byte aligned. From n and the agreed parameters
+ * only, hence the same on every rank. */
+inline size_t coll_blob_stride(const CodecOps &codec, size_t n, const CodecParams &p) {
+    return (blob_max_bytes(codec, n, p) + 63) / 64 * 64;
+}
+
 /* Byte collectives with counts beyond INT_MAX handled (MPI-4 _c calls). */
 Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride);
 Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride);

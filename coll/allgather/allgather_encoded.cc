@@ -17,7 +17,7 @@ namespace compmpi {
 
 Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size;
-    const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
+    const size_t S = coll_blob_stride(*c.codec, n, c.params);
     uint8_t *slots = c.st->ws_recv.get(S * P);
     if (!slots) return Status::no_memory;
     /* allgather_own=exact: what the caller gets back in its own block */

@@ -138,8 +138,8 @@ Plan make_plan(const CollCtx &c, size_t n) {
         pl.step.push_back(round64(b));
     }
     pl.efin = sum_params(c, pl.P);
-    pl.fin = round64(blob_max_bytes(*pl.efin.codec, pl.base, pl.efin.p));
-    if (pl.rem) pl.fold = round64(blob_max_bytes(*e1.codec, n, e1.p));
+    pl.fin = coll_blob_stride(*pl.efin.codec, pl.base, pl.efin.p);
+    if (pl.rem) pl.fold = coll_blob_stride(*e1.codec, n, e1.p);
     return pl;
 }
 
@@ -371,8 +371,8 @@ AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving) {
     size_t lo, base;
     chunk_range(n, P, 0, &lo, &base);
     k.messages = 2.0 * (P - 1);
-    k.bytes = static_cast<double>(round64(blob_max_bytes(*c.codec, base, c.params)) +
-                                  round64(blob_max_bytes(*codec2, base, p2))) *
+    k.bytes = static_cast<double>(coll_blob_stride(*c.codec, base, c.params) +
+                                  coll_blob_stride(*codec2, base, p2)) *
               (P - 1);
     return k;
 }

@@ -130,7 +130,7 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
     if (const size_t seg = gather_segment(c, n)) return allreduce_gather_pipelined(c, in, src, out, n, seg);
-    const size_t S = (blob_max_bytes(*c.codec, n, c.params) + 63) / 64 * 64;
+    const size_t S = coll_blob_stride(*c.codec, n, c.params);
     uint8_t *all = c.st->ws_recv.get(S * static_cast<size_t>(P));
     if (!all) return Status::no_memory;
     {
@@ -196,7 +196,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
         else if (st != Status::ok) whole_flag = BLOB_ABANDON;
         else p.fixed_scale = s;
     }
-    const size_t S = (blob_max_bytes(*c.codec, seg, c.params) + 63) / 64 * 64;
+    const size_t S = coll_blob_stride(*c.codec, seg, c.params);
     if (S > INT_MAX) return Status::unsupported;
     uint8_t *sets = c.st->ws_recv.get(2 * S * static_cast<size_t>(P));
     if (!sets) return Status::no_memory;
@@ -207,7 +207,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
     /* each segment's own stride (the last one is shorter: a full stride would send its unused
      * bytes); from the segment's length only, so the same on every rank */
     auto stride_of = [&](size_t k) {
-        return k + 1 < nseg ? S : std::min(S, (blob_max_bytes(*c.codec, len_of(k), c.params) + 63) / 64 * 64);
+        return k + 1 < nseg ? S : std::min(S, coll_blob_stride(*c.codec, len_of(k), c.params));
     };
     auto encode_and_start = [&](size_t k, MPI_Request *progress) -> Status {
         const size_t Sk = stride_of(k);
@@ -318,8 +318,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     size_t lo0, base_max;
     chunk_range(seg, P, 0, &lo0, &base_max);
     /* each phase its own stride: phase 2 may be wider (terngrad's levels) */
-    const size_t S = (blob_max_bytes(*c.codec, base_max, c.params) + 63) / 64 * 64;
-    const size_t S2 = (blob_max_bytes(*codec2, base_max, p2) + 63) / 64 * 64;
+    const size_t S = coll_blob_stride(*c.codec, base_max, c.params);
+    const size_t S2 = coll_blob_stride(*codec2, base_max, p2);
     if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
     uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
     uint8_t *recvbuf = c.st->ws_recv.get(2 * (S + S2) * P);
@@ -342,8 +342,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         /* from the segment's length only: the same on every rank */
         size_t lo_k, max_k;
         chunk_range(sg[k].n, P, 0, &lo_k, &max_k);
-        sg[k].S = k + 1 < nseg ? S : std::min(S, (blob_max_bytes(*c.codec, max_k, c.params) + 63) / 64 * 64);
-        sg[k].S2 = k + 1 < nseg ? S2 : std::min(S2, (blob_max_bytes(*codec2, max_k, p2) + 63) / 64 * 64);
+        sg[k].S = k + 1 < nseg ? S : std::min(S, coll_blob_stride(*c.codec, max_k, c.params));
+        sg[k].S2 = k + 1 < nseg ? S2 : std::min(S2, coll_blob_stride(*codec2, max_k, p2));
     }
 
     auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {

@@ -106,7 +106,7 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
         off[j] = n;
         n += counts[j];
         equal = equal && counts[j] == counts[0];
-        ssz[j] = counts[j] ? (blob_max_bytes(*c.codec, counts[j], c.params) + 63) / 64 * 64 : 0;
+        ssz[j] = counts[j] ? coll_blob_stride(*c.codec, counts[j], c.params) : 0;
         soff[j] = send_total;
         send_total += ssz[j];
         slot_max = std::max(slot_max, ssz[j]);
