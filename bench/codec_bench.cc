@@ -3,8 +3,9 @@
  *   codec_bench [--mib N] [--reps R] [--codecs a,b] [--threads T]
  *
  * For every codec in the registry (each bit width for codecs that have several): encode,
- * decode and decode-accumulate of N MiB of gradient-like fp32, in GB/s of fp32 input
- * (bytes read from the float side), best of R runs, with 1 thread and with T threads
+ * decode, decode-accumulate and, for codecs with a summing decoder, decode_sum of two
+ * payloads (sum2, the collective's decoder) of N MiB of gradient-like fp32, in GB/s of fp32
+ * (bytes read or written on the float side), best of R runs, with 1 thread and with T threads
  * (default: all cores), and the ratio to memcpy's GB/s (bytes read) with the same threads.
  * bitpack is also run on each CPU path (scalar, AVX2, AVX-512). */
 #include <omp.h>
@@ -83,8 +84,15 @@ void run(const CodecOps &c, CodecParams p, const std::vector<float> &x, std::vec
     std::fill(y.begin(), y.end(), 0.0f);
     double ta = best_seconds([&] { c.decode_add(blob.data(), len, g_n, p, y.data()); });
     double gb = g_n * 4 / 1e9;
-    std::printf("%-34s %3d  %7.2f %5.2fx  %7.2f %5.2fx  %7.2f %5.2fx  %6.2f\n", label, p.threads, gb / te, gb / te / mcpy,
+    std::printf("%-34s %3d  %7.2f %5.2fx  %7.2f %5.2fx  %7.2f %5.2fx  %6.2f", label, p.threads, gb / te, gb / te / mcpy,
                 gb / td, gb / td / mcpy, gb / ta, gb / ta / mcpy, static_cast<double>(g_n * 4) / len);
+    if (c.decode_sum) { /* the collective's decoder: two contributions summed into the result */
+        const uint8_t *in[2] = {blob.data(), blob.data()};
+        const size_t lens[2] = {len, len};
+        double ts = best_seconds([&] { c.decode_sum(in, lens, 2, g_n, p, y.data()); });
+        std::printf("  %7.2f %5.2fx", gb / ts, gb / ts / mcpy);
+    }
+    std::printf("\n");
 }
 
 }  // namespace
@@ -114,8 +122,8 @@ int main(int argc, char **argv) {
     for (int t : tcounts) {
         double mc = memcpy_gbs(x.data(), y.data(), t);
         std::printf("\nmemcpy, %d thread(s): %.2f GB/s (bytes read)\n", t, mc);
-        std::printf("%-34s %3s  %7s %6s  %7s %6s  %7s %6s  %6s\n", "codec", "thr", "encode", "/mcpy", "decode", "/mcpy",
-                    "dec+add", "/mcpy", "ratio");
+        std::printf("%-34s %3s  %7s %6s  %7s %6s  %7s %6s  %6s  %7s %6s\n", "codec", "thr", "encode", "/mcpy", "decode", "/mcpy",
+                    "dec+add", "/mcpy", "ratio", "sum2", "/mcpy");
         for (int id = 0; id < 256; ++id) {
             const CodecOps *c = codec_by_id(id);
             if (!c || (!only.empty() && only.find("," + std::string(c->name) + ",") == std::string::npos)) continue;

@@ -231,6 +231,46 @@ inline void decode_range(const uint8_t *codes, size_t avail, int b, const float 
     }
 }
 
+/* ---------------------------------------------------------------- two 2-bit payloads at once */
+/* The sum of two 2-bit fields, f0 s0 + f1 s1, takes one of 16 values per bucket: a table
+ * indexed by the pair (f0 | f1 << 2) holds each sum as decode + decode_add compute it,
+ * fl(fl(f0 s0) + fl(f1 s1)) (no contraction: -ffp-contract=off), so one lookup replaces two
+ * unpack-convert-multiply passes and a store and reload. */
+inline void pair2_table(float s0, float s1, float tab[16]) {
+    for (int c = 0; c < 16; ++c) {
+        const int f0 = ((c & 3) ^ 2) - 2, f1 = (((c >> 2) & 3) ^ 2) - 2; /* sign-extended 2 bits */
+        const float v0 = static_cast<float>(f0) * s0, v1 = static_cast<float>(f1) * s1;
+        tab[c] = v0 + v1;
+    }
+}
+
+/* out[i] = f0_i s0 + f1_i s1 for i in [i0, i1) of two 2-bit streams. */
+CMPI_AVX512 inline void unpack_pair2_avx512(const uint8_t *c0, size_t av0, const uint8_t *c1, size_t av1, size_t i0,
+                                            size_t i1, float s0, float s1, float *out) {
+    alignas(64) float tab[16];
+    pair2_table(s0, s1, tab);
+    auto pair = [&](size_t i) {
+        return static_cast<unsigned>(field(c0, av0, 2, i) & 3) | static_cast<unsigned>(field(c1, av1, 2, i) & 3) << 2;
+    };
+    size_t i = i0;
+    for (; i < i1 && (i & 7); ++i) out[i] = tab[pair(i)];
+    const __m512i spread = _mm512_loadu_si512(kSpread[2].data()), shift = _mm512_loadu_si512(kShift[2].data());
+    const __m512i three = _mm512_set1_epi8(3);
+    const __m512 vtab = _mm512_load_ps(tab);
+    for (; i + 64 <= i1; i += 64) {
+        const __m512i r0 = _mm512_maskz_loadu_epi8(0xFFFF, c0 + i / 4), r1 = _mm512_maskz_loadu_epi8(0xFFFF, c1 + i / 4);
+        const __m512i f0 = _mm512_and_si512(_mm512_multishift_epi64_epi8(shift, _mm512_permutexvar_epi8(spread, r0)), three);
+        const __m512i f1 = _mm512_and_si512(_mm512_multishift_epi64_epi8(shift, _mm512_permutexvar_epi8(spread, r1)), three);
+        const __m512i idx = _mm512_or_si512(f0, _mm512_slli_epi16(f1, 2)); /* bytes 0..15: no carry across bytes */
+        float *o = out + i;
+        _mm512_storeu_ps(o, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(idx)), vtab));
+        _mm512_storeu_ps(o + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 1)), vtab));
+        _mm512_storeu_ps(o + 32, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 2)), vtab));
+        _mm512_storeu_ps(o + 48, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 3)), vtab));
+    }
+    for (; i < i1; ++i) out[i] = tab[pair(i)];
+}
+
 /* Decode n fields, bucket j (of B elements; B = 0: one bucket) scaled by steps[j]. */
 inline void decode(const uint8_t *codes, size_t avail, size_t n, int b, const float *steps, size_t B, float *out,
                    bool add, SimdLevel lvl, int threads) {
@@ -250,11 +290,23 @@ inline void decode_sum(const uint8_t *const *codes, const size_t *avail, int cnt
                        const float *const *steps, size_t B, float *out, SimdLevel lvl, int threads) {
     if (lvl > simd_detect()) lvl = simd_detect();
     if (B == 0 || B > n) B = n;
+    /* 2-bit fields (terngrad base4, qsgd bits 2), AVX-512: payloads 0 and 1 in one pass */
+    const bool pair2 = b == 2 && cnt >= 2 && lvl == SimdLevel::avx512;
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t k = 0; k < nblocks; ++k)
-        for (int p = 0; p < cnt; ++p)
-            decode_range(codes[p], avail[p], b, steps[p], B, k * kBlock, std::min(n, (k + 1) * kBlock), out, p > 0, lvl);
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * kBlock, hi = std::min(n, (k + 1) * kBlock);
+        int p = 0;
+        if (pair2) {
+            for (size_t r = lo; r < hi;) {
+                const size_t j = r / B, end = std::min(hi, (j + 1) * B);
+                unpack_pair2_avx512(codes[0], avail[0], codes[1], avail[1], r, end, steps[0][j], steps[1][j], out);
+                r = end;
+            }
+            p = 2;
+        }
+        for (; p < cnt; ++p) decode_range(codes[p], avail[p], b, steps[p], B, lo, hi, out, p > 0, lvl);
+    }
 }
 
 /* Encode driver. Per block k of [lo, hi): block_fn(k, lo, hi) (e.g. the statistics of the

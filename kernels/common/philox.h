@@ -6,15 +6,29 @@
  * Keying: key = seed (2 x 32 bits); counter = (c, stream) with c the 64-bit block counter in
  * words 0-1 and the 64-bit stream in words 2-3 (cuRAND's subsequence placement).
  *
- * Element mapping (chosen so that SIMD lanes need no transpose): elements come in groups of
+ * Word mapping (chosen so that SIMD lanes need no transpose): elements come in groups of
  * 64, group q = i / 64; element i = 64 q + 16 l + m (l = 0..3, m = 0..15) takes output word l
- * of the block with counter c = 16 q + m. Every element gets its own 32-bit word; a
- * group is 16 Philox blocks, computed in SIMD lanes and returned as registers of consecutive
- * elements (AVX-512: register l = elements 16l..16l+15).
+ * of the block with counter c = 16 q + m: word(). A group is 16 Philox blocks, computed in
+ * SIMD lanes and returned as registers of consecutive elements (AVX-512: register l =
+ * elements 16l..16l+15). terngrad's phase-2 levels use these 32-bit words.
+ *
+ * 24-bit Bernoulli draws (terngrad's ternarisation, qsgd's stochastic rounding): the
+ * decision [u24 < t] for a uniform 24-bit u24 and a threshold t in [0, 2^24], whose law is
+ * P = ceil(t) / 2^24. u24 = 256 a + b is drawn in two parts:
+ *   a (16 bits): half of a Philox word, two elements per word -- half the generator work of
+ *     a word per element. Element i = 128 P + 64 g + 16 l + m takes half g (0: low 16 bits,
+ *     1: high) of word l of the block with counter 16 P + m: group q = 2P + g, register l,
+ *     lane m, as above, with the blocks of pair P shared by groups 2P and 2P+1 (draw16());
+ *   b (8 bits): drawn only where a does not decide, a == ceil(t) / 256 with ceil(t) % 256
+ *     != 0 (probability <= 2^-16 per element): the top 8 bits of word 0 of the block with
+ *     counter 2^63 + i (refine8(); draw counters stay below 2^60, so no block is used twice).
+ * [u24 < t] = [a < A] or ([a == A] and [b < R]), A = ceil(t) / 256, R = ceil(t) % 256:
+ * exactly the law of a 24-bit uniform (tests/unit/test_terngrad.cc checks every (a, b)).
  * Known-answer tests against Random123's kat_vectors: tests/unit/test_terngrad.cc. */
 #pragma once
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -75,6 +89,62 @@ inline void group_scalar(const Stream &s, uint64_t q, uint32_t w[64]) {
         block(ctr, s.k0, s.k1, out);
         for (int l = 0; l < 4; ++l) w[16 * l + m] = out[l];
     }
+}
+
+/* ---------------------------------------------------------------- 24-bit Bernoulli draws */
+/* The 16-bit draw a of element i. */
+inline uint32_t draw16(const Stream &s, uint64_t i) {
+    const uint64_t q = i >> 6, r = i & 63, c = 16 * (q >> 1) + (r & 15);
+    const uint32_t ctr[4] = {static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), s.s0, s.s1};
+    uint32_t out[4];
+    block(ctr, s.k0, s.k1, out);
+    return (out[r >> 4] >> (16 * (q & 1))) & 0xFFFFu;
+}
+
+/* The 8-bit refinement b of element i. */
+inline uint32_t refine8(const Stream &s, uint64_t i) {
+    const uint32_t ctr[4] = {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32) | 0x80000000u, s.s0, s.s1};
+    uint32_t out[4];
+    block(ctr, s.k0, s.k1, out);
+    return out[0] >> 24;
+}
+
+/* ceil(t) for t >= 0, clamped to 2^24 (NaN: 2^24, as _mm*_min_ps(t, 2^24)). */
+inline uint32_t ceil24(float t) {
+    const float tc = t < 0x1p24f ? t : 0x1p24f;
+    return static_cast<uint32_t>(std::ceil(tc));
+}
+
+/* [u24 < t] given a, b and C = ceil24(t). */
+inline bool below_ab(uint32_t a, uint32_t b, uint32_t C) {
+    const uint32_t A = C >> 8, R = C & 255u;
+    return a < A || (a == A && b < R);
+}
+
+/* [u24 < t] of element i with draw a and C = ceil24(t); b is drawn only on a tie. */
+inline bool below(const Stream &s, uint64_t i, uint32_t a, uint32_t C) {
+    const uint32_t A = C >> 8, R = C & 255u;
+    return a < A || (a == A && R != 0 && refine8(s, i) < R);
+}
+
+/* The 64 draws of group q, in element order. */
+inline void group16_scalar(const Stream &s, uint64_t q, uint32_t a[64]) {
+    uint32_t w[64];
+    group_scalar(s, q >> 1, w);
+    const int sh = 16 * static_cast<int>(q & 1);
+    for (int j = 0; j < 64; ++j) a[j] = (w[j] >> sh) & 0xFFFFu;
+}
+
+/* The tie lanes of a SIMD decision (bit j: element e + j), with C per lane: the lanes where
+ * the refinement makes it a hit. Out of line: it runs for about one vector in 4096. */
+__attribute__((noinline, cold)) inline uint32_t refine_lanes(const Stream &s, uint64_t e, uint32_t tie,
+                                                             const uint32_t *C) {
+    uint32_t hit = 0;
+    for (; tie; tie &= tie - 1) {
+        const int j = __builtin_ctz(tie);
+        if (refine8(s, e + static_cast<uint64_t>(j)) < (C[j] & 255u)) hit |= 1u << j;
+    }
+    return hit;
 }
 
 /* SIMD paths keep each Philox word in the low half of a 64-bit lane: _mm*_mul_epu32 then
@@ -183,6 +253,75 @@ CMPI_AVX512 inline void groups_avx512(const Stream &s, const KeysAvx512 &k, uint
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int g = 0; g < G; ++g)
         for (int l = 0; l < 4; ++l) w[4 * g + l] = _mm512_permutex2var_epi32(c[2 * g][l], idx, c[2 * g + 1][l]);
+}
+
+/* ---------------------------------------------------------------- SIMD 24-bit Bernoulli draws */
+/* AVX2: the draws of group q in a[2l + h] (elements 64q + 16l + 8h + j, j = 0..7; the layout of
+ * group_avx2), from the blocks of pair q / 2, generated once per pair. */
+struct Draws16Avx2 {
+    uint64_t pair = ~uint64_t{0};
+    __m256i w[8];
+};
+CMPI_AVX2 inline void draws16_avx2(const Stream &s, const KeysAvx2 &k, uint64_t q, Draws16Avx2 &d, __m256i a[8]) {
+    if ((q >> 1) != d.pair) {
+        d.pair = q >> 1;
+        group_avx2(s, k, d.pair, d.w);
+    }
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    for (int r = 0; r < 8; ++r) a[r] = (q & 1) ? _mm256_srli_epi32(d.w[r], 16) : _mm256_and_si256(d.w[r], lo16);
+}
+
+/* The SIMD decisions need no clamp of t: any t >= 2^24 gives A >= 2^16 > a (a hit, as
+ * ceil24's 2^24), and a NaN or t >= 2^31 converts to 0x80000000, A = 2^23: a hit, as well.
+ * A tie lane (a == A) with R = 0 goes to refine_lanes, which finds no b < 0: no hit. */
+
+/* [u24 < t] of 8 elements e .. e + 7 with draws a: all-ones lanes where it holds. */
+CMPI_AVX2 inline __m256i below8_avx2(const Stream &s, uint64_t e, __m256i a, __m256 t) {
+    const __m256i C = _mm256_cvtps_epi32(_mm256_ceil_ps(t));
+    const __m256i A = _mm256_srli_epi32(C, 8);
+    __m256i hit = _mm256_cmpgt_epi32(A, a);
+    const uint32_t tie =
+        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, A))));
+    if (__builtin_expect(tie != 0, 0)) {
+        alignas(32) uint32_t c[8];
+        _mm256_store_si256(reinterpret_cast<__m256i *>(c), C);
+        const uint32_t more = refine_lanes(s, e, tie, c);
+        const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        const __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(more)), bit), bit);
+        hit = _mm256_or_si256(hit, m);
+    }
+    return hit;
+}
+
+/* AVX-512: the draws of group q in a[l] (elements 64q + 16l + m), from the blocks of pairs
+ * 2 (q / 4) and 2 (q / 4) + 1, generated once per four groups (four Philox sets in flight). */
+struct Draws16Avx512 {
+    uint64_t quad = ~uint64_t{0};
+    __m512i w[8];
+};
+CMPI_AVX512 inline void draws16_avx512(const Stream &s, const KeysAvx512 &k, uint64_t q, Draws16Avx512 &d,
+                                       __m512i a[4]) {
+    if ((q >> 2) != d.quad) {
+        d.quad = q >> 2;
+        groups_avx512<2>(s, k, 2 * d.quad, d.w);
+    }
+    const __m512i *w = d.w + 4 * ((q >> 1) & 1);
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
+    for (int l = 0; l < 4; ++l) a[l] = (q & 1) ? _mm512_srli_epi32(w[l], 16) : _mm512_and_si512(w[l], lo16);
+}
+
+/* [u24 < t] of 16 elements e .. e + 15 with draws a. */
+CMPI_AVX512 inline __mmask16 below16_avx512(const Stream &s, uint64_t e, __m512i a, __m512 t) {
+    const __m512i C = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    const __m512i A = _mm512_srli_epi32(C, 8);
+    __mmask16 hit = _mm512_cmplt_epi32_mask(a, A);
+    const __mmask16 tie = _mm512_cmpeq_epi32_mask(a, A);
+    if (__builtin_expect(tie != 0, 0)) {
+        alignas(64) uint32_t c[16];
+        _mm512_store_si512(c, C);
+        hit = static_cast<__mmask16>(hit | refine_lanes(s, e, tie, c));
+    }
+    return hit;
 }
 
 }  // namespace compmpi::philox

@@ -114,12 +114,14 @@ void given_payloads_when_decode_sum_expect_bits_of_decode_then_adds(void **) {
     for (int id = 0; id < 256; ++id) {
         const CodecOps *c = codec_by_id(id);
         if (!c || !c->decode_sum || c->id == CodecId::fft_topk) continue;
+        for (int bits : {static_cast<int>(c->bits_default), 2}) /* 2: qsgd's 2-bit fields (the paired decoder) */
         for (int v = 0; v < 16; ++v)
             for (int bucket : {0, 512})
                 for (int l = 0; l <= static_cast<int>(simd_detect()); ++l)
                     for (int t : {1, 2}) {
+                        if (bits == 2 && c->bits_default == 2) break; /* already run as the default */
                         CodecParams p;
-                        p.bits = c->bits_default;
+                        p.bits = bits;
                         p.variant = static_cast<uint8_t>(v);
                         p.param = static_cast<uint32_t>(bucket);
                         p.bucket = p.param;
@@ -151,8 +153,8 @@ void given_payloads_when_decode_sum_expect_bits_of_decode_then_adds(void **) {
                                 assert_int_equal(static_cast<int>(c->decode_add(ptr[k], len[k], n, p, want.data())), 0);
                             assert_int_equal(static_cast<int>(c->decode_sum(ptr.data(), len.data(), cnt, n, p, got.data())), 0);
                             if (!testutil::same_bytes(want.data(), got.data(), n * 4))
-                                fail_msg("%s variant %d bucket %d simd %d threads %d: decode_sum of %d payloads differs",
-                                         c->name, v, bucket, l, t, cnt);
+                                fail_msg("%s bits %d variant %d bucket %d simd %d threads %d: decode_sum of %d payloads differs",
+                                         c->name, bits, v, bucket, l, t, cnt);
                             ++checked;
                         }
                         /* a payload one byte short: refused, out untouched */

@@ -127,6 +127,119 @@ CMPI_AVX512 void check_groups_avx512(const philox::Stream &st, uint64_t q) {
     }
 }
 
+/* The two-part draw has the law of a 24-bit uniform: for every (a, b), the decision equals
+ * [256 a + b < t], so exactly ceil(t) of the 2^24 values u24 = 256 a + b are hits. */
+void given_every_a_and_b_when_deciding_expect_comparison_of_24_bit_uniform(void **) {
+    std::vector<float> ts = {0.0f,     0.25f,       1.0f,       1.5f,        255.0f,     255.5f,     256.0f,
+                             256.25f,  511.75f,     65535.5f,   65536.0f,    0x1p23f,    0x1p24f - 1, 0x1p24f - 0.5f,
+                             0x1p24f, 0x1.000002p24f, 0x1p30f, 1e-30f,      3.14159f};
+    uint64_t x = 99;
+    for (int k = 0; k < 8; ++k) { /* random thresholds with a fraction */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ts.push_back(static_cast<float>((x >> 40) % (1u << 24)) + 0.375f);
+    }
+    for (float t : ts) {
+        const uint32_t C = philox::ceil24(t);
+        uint32_t hits = 0, bad = 0;
+        for (uint32_t a = 0; a < 65536; ++a)
+            for (uint32_t b = 0; b < 256; ++b) {
+                const bool d = philox::below_ab(a, b, C);
+                hits += d;
+                bad += d != (static_cast<float>(256 * a + b) < t);
+            }
+        assert_int_equal(bad, 0);
+        assert_int_equal(hits, t < 0x1p24f ? static_cast<uint32_t>(std::ceil(t)) : 1u << 24);
+    }
+    /* below() draws b = refine8 exactly where a does not decide */
+    const philox::Stream st = philox::make_stream(7, 3);
+    for (uint64_t i : {0ull, 1ull, 1000ull, 0xFFFFFFFFull, 0x123456789ull})
+        for (uint32_t C : {0u, 1u, 255u, 256u, 257u, 0x123456u, 0x1000000u}) {
+            const uint32_t b = philox::refine8(st, i);
+            for (uint32_t a : {0u, (C >> 8) - 1, C >> 8, (C >> 8) + 1})
+                if (a < 65536) assert_int_equal(philox::below(st, i, a, C), philox::below_ab(a, b, C));
+        }
+}
+
+/* The 16-bit draws: the group and SIMD forms give every element its draw16. */
+CMPI_AVX2 void check_draws_avx2(const philox::Stream &st, uint64_t q) {
+    philox::Draws16Avx2 d;
+    __m256i a[8];
+    philox::draws16_avx2(st, philox::keys_avx2(st), q, d, a);
+    alignas(32) uint32_t got[8];
+    for (int l = 0; l < 4; ++l)
+        for (int h = 0; h < 2; ++h) {
+            _mm256_store_si256(reinterpret_cast<__m256i *>(got), a[2 * l + h]);
+            for (int j = 0; j < 8; ++j) assert_int_equal(got[j], philox::draw16(st, 64 * q + 16 * l + 8 * h + j));
+        }
+}
+
+CMPI_AVX512 void check_draws_avx512(const philox::Stream &st, uint64_t q) {
+    philox::Draws16Avx512 d;
+    for (uint64_t g = q; g < q + 5; ++g) { /* across a cached quad and into the next */
+        __m512i a[4];
+        philox::draws16_avx512(st, philox::keys_avx512(st), g, d, a);
+        alignas(64) uint32_t got[16];
+        for (int l = 0; l < 4; ++l) {
+            _mm512_store_si512(got, a[l]);
+            for (int j = 0; j < 16; ++j) assert_int_equal(got[j], philox::draw16(st, 64 * g + 16 * l + j));
+        }
+    }
+}
+
+/* SIMD decisions with thresholds that make every lane a tie (a == ceil(t) / 256), some
+ * lanes with R = 0, and random thresholds: the scalar decision, lane by lane. */
+CMPI_AVX2 void check_below_avx2(const philox::Stream &st, uint64_t e, const uint32_t *a, const float *t) {
+    const __m256i hit = philox::below8_avx2(st, e, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a)),
+                                            _mm256_loadu_ps(t));
+    alignas(32) int32_t got[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(got), hit);
+    for (int j = 0; j < 8; ++j)
+        assert_int_equal(got[j] != 0, philox::below(st, e + j, a[j], philox::ceil24(t[j])));
+}
+
+CMPI_AVX512 void check_below_avx512(const philox::Stream &st, uint64_t e, const uint32_t *a, const float *t) {
+    const __mmask16 hit = philox::below16_avx512(st, e, _mm512_loadu_si512(a), _mm512_loadu_ps(t));
+    for (int j = 0; j < 16; ++j)
+        assert_int_equal((hit >> j) & 1, philox::below(st, e + j, a[j], philox::ceil24(t[j])));
+}
+
+void given_simd_draws_and_ties_when_compared_expect_scalar_decisions(void **) {
+    for (uint64_t seed : {0ull, 0xFFFFFFFFFFFFFFFFull})
+        for (uint64_t stream : {0ull, 0x123456789ABCDEFull})
+            for (uint64_t q : {0ull, 1ull, 2ull, 3ull, 77ull, 0x123456789ull}) {
+                const philox::Stream st = philox::make_stream(seed, stream);
+                uint32_t a[64];
+                philox::group16_scalar(st, q, a);
+                for (int j = 0; j < 64; ++j) {
+                    assert_int_equal(a[j], philox::draw16(st, 64 * q + j));
+                    /* half q % 2 of word l of block 16 (q / 2) + m, i.e. of word(64 (q / 2) + 16 l + m) */
+                    const uint32_t w = philox::word(st, 64 * (q >> 1) + static_cast<uint64_t>(j));
+                    assert_int_equal(a[j], (w >> (16 * (q & 1))) & 0xFFFFu);
+                }
+                if (simd_detect() >= SimdLevel::avx2) check_draws_avx2(st, q);
+                if (simd_detect() >= SimdLevel::avx512) check_draws_avx512(st, q);
+                /* thresholds: lane j ties when j % 3 != 2 (R = j * 37 % 256, 0 for j = 0), random else */
+                float t[64];
+                uint64_t x = q + 1;
+                int ties = 0;
+                for (int j = 0; j < 64; ++j) {
+                    x = x * 6364136223846793005ull + 1442695040888963407ull;
+                    const uint32_t R = static_cast<uint32_t>(j * 37 % 256);
+                    if (j % 3 != 2) {
+                        t[j] = static_cast<float>(256 * a[j] + R) - (R ? 0.5f : 0.0f); /* ceil = 256 a + R */
+                        ties += R != 0;
+                    } else {
+                        t[j] = static_cast<float>((x >> 40) % (1u << 24)) + 0.5f;
+                    }
+                }
+                assert_true(ties > 30);
+                for (int k = 0; k < 64; k += 8)
+                    if (simd_detect() >= SimdLevel::avx2) check_below_avx2(st, 64 * q + k, a + k, t + k);
+                for (int k = 0; k < 64; k += 16)
+                    if (simd_detect() >= SimdLevel::avx512) check_below_avx512(st, 64 * q + k, a + k, t + k);
+            }
+}
+
 void given_simd_generators_when_compared_expect_scalar_words(void **) {
     for (uint64_t seed : {0ull, 1ull, 0xFFFFFFFFFFFFFFFFull})
         for (uint64_t stream : {0ull, 5ull, 0x123456789ABCDEFull})
@@ -700,6 +813,8 @@ int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(given_philox_when_known_answers_expect_random123_vectors),
         cmocka_unit_test(given_simd_generators_when_compared_expect_scalar_words),
+        cmocka_unit_test(given_every_a_and_b_when_deciding_expect_comparison_of_24_bit_uniform),
+        cmocka_unit_test(given_simd_draws_and_ties_when_compared_expect_scalar_decisions),
         cmocka_unit_test(given_any_path_and_threads_when_encoding_expect_identical_bytes),
         cmocka_unit_test(given_any_path_and_threads_when_decoding_expect_identical_floats),
         cmocka_unit_test(given_encoded_buffer_when_decoding_expect_only_minus_s_zero_s),

@@ -1,10 +1,11 @@
 /* qsgd CPU kernels: bucket norms in fixed segment order, stochastic rounding with
- * Philox-4x32-10 words (scalar, AVX2, AVX-512), fixed-width packing. OpenMP splits the
+ * Philox-4x32-10 draws (scalar, AVX2, AVX-512), fixed-width packing. OpenMP splits the
  * buffer into fixed blocks; every path and thread count writes identical bytes.
  *
  * Per element, with N the bucket's norm (fp32, rounded up) and s the level count:
  *   r = |v| (s / N)  (<= s, within an ulp, because |v| <= N),  l = floor(r),
- *   xi = min(s, l + [u24 < (r - l) 2^24]),  u24 = top 24 bits of the element's Philox word,
+ *   xi = min(s, l + [u24 < (r - l) 2^24]),  u24 the element's 24-bit uniform draw
+ *   (common/philox.h: 16 bits from half a Philox word, 8 more only where the 16 do not decide),
  *   code = sign(v) * xi;   decode: code * (N / s). */
 #include "qsgd/qsgd.h"
 
@@ -37,37 +38,42 @@ inline Scale make_scale(float N, float sL) {
     return Scale{pre, sL / (N * pre), sL};
 }
 
-inline int8_t q_one(float v, const Scale &sc, uint32_t w) {
+/* The code of element i of value v with its 16-bit draw a. */
+inline int8_t q_one(float v, const Scale &sc, const philox::Stream &st, uint64_t i, uint32_t a) {
     const float r = (std::fabs(v) * sc.pre) * sc.rs;
     const float l = std::floor(r);
     const float t = (r - l) * kTwo24;
-    const float up = l + (static_cast<float>(w >> 8) < t ? 1.0f : 0.0f);
+    const float up = l + (philox::below(st, i, a, philox::ceil24(t)) ? 1.0f : 0.0f);
     const float xi = up < sc.sL ? up : sc.sL; /* = _mm*_min_ps(up, sL) */
     const int k = static_cast<int>(xi);
     return static_cast<int8_t>(std::signbit(v) ? -k : k);
 }
+inline int8_t q_one(float v, const Scale &sc, const philox::Stream &st, uint64_t i) {
+    return q_one(v, sc, st, i, philox::draw16(st, i));
+}
 
 void q_scalar(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st, int8_t *codes) {
     size_t i = i0;
-    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
-    uint32_t w[64];
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, st, i);
+    uint32_t a[64];
     for (; i + 64 <= i1; i += 64) {
-        philox::group_scalar(st, i >> 6, w);
-        for (int j = 0; j < 64; ++j) codes[i - i0 + j] = q_one(in[i + j], sc, w[j]);
+        philox::group16_scalar(st, i >> 6, a);
+        for (int j = 0; j < 64; ++j) codes[i - i0 + j] = q_one(in[i + j], sc, st, i + j, a[j]);
     }
-    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, st, i);
 }
 
 CMPI_AVX2 void q_avx2(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st, int8_t *codes) {
     size_t i = i0;
-    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, st, i);
     const __m256 vpre = _mm256_set1_ps(sc.pre), vrs = _mm256_set1_ps(sc.rs), vs = _mm256_set1_ps(sc.sL);
     const __m256 two24 = _mm256_set1_ps(kTwo24), one = _mm256_set1_ps(1.0f);
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    philox::Draws16Avx2 d;
     for (; i + 64 <= i1; i += 64) {
-        __m256i w8[8];
-        philox::group_avx2(st, keys, i >> 6, w8);
+        __m256i a8[8];
+        philox::draws16_avx2(st, keys, i >> 6, d, a8);
         for (int h = 0; h < 2; ++h) {
             for (int l = 0; l < 4; ++l) {
                 const size_t e = i + 16 * l + 8 * h;
@@ -75,8 +81,7 @@ CMPI_AVX2 void q_avx2(const float *in, size_t i0, size_t i1, const Scale &sc, co
                 __m256 r = _mm256_mul_ps(_mm256_mul_ps(_mm256_and_ps(v, absmask), vpre), vrs);
                 __m256 fl = _mm256_floor_ps(r);
                 __m256 t = _mm256_mul_ps(_mm256_sub_ps(r, fl), two24);
-                __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(w8[2 * l + h], 8));
-                __m256 up = _mm256_and_ps(_mm256_cmp_ps(u, t, _CMP_LT_OQ), one);
+                __m256 up = _mm256_and_ps(_mm256_castsi256_ps(philox::below8_avx2(st, e, a8[2 * l + h], t)), one);
                 __m256i xi = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_add_ps(fl, up), vs));
                 __m256i sign = _mm256_srai_epi32(_mm256_castps_si256(v), 31);
                 __m256i c = _mm256_sub_epi32(_mm256_xor_si256(xi, sign), sign);
@@ -85,44 +90,46 @@ CMPI_AVX2 void q_avx2(const float *in, size_t i0, size_t i1, const Scale &sc, co
             }
         }
     }
-    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, st, i);
 }
 
-/* 16 codes (int8 in an xmm) from 16 values and their words. */
-CMPI_AVX512 inline __m128i q16_avx512(const float *in, __m512i w, __m512 vpre, __m512 vrs, __m512 vs) {
+/* 16 codes (int8 in an xmm) from 16 values (elements e ..) and their draws. */
+CMPI_AVX512 inline __m128i q16_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a, __m512 vpre,
+                                      __m512 vrs, __m512 vs) {
     const __m512 two24 = _mm512_set1_ps(kTwo24), one = _mm512_set1_ps(1.0f);
-    __m512 v = _mm512_loadu_ps(in);
+    __m512 v = _mm512_loadu_ps(in + e);
     __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_abs_ps(v), vpre), vrs);
     __m512 fl = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     __m512 t = _mm512_mul_ps(_mm512_sub_ps(r, fl), two24);
-    __m512 u = _mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8));
-    __mmask16 up = _mm512_cmp_ps_mask(u, t, _CMP_LT_OQ);
+    __mmask16 up = philox::below16_avx512(st, e, a, t);
     __m512i xi = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_mask_add_ps(fl, up, fl, one), vs));
     __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_castps_si512(v), _mm512_setzero_si512());
     xi = _mm512_mask_sub_epi32(xi, neg, _mm512_setzero_si512(), xi);
     return _mm512_cvtepi32_epi8(xi);
 }
 
-/* 64 codes of a group in one register */
-CMPI_AVX512 inline __m512i q64_avx512(const float *in, const __m512i *w, __m512 vpre, __m512 vrs, __m512 vs) {
-    __m512i c = _mm512_castsi128_si512(q16_avx512(in, w[0], vpre, vrs, vs));
-    c = _mm512_inserti32x4(c, q16_avx512(in + 16, w[1], vpre, vrs, vs), 1);
-    c = _mm512_inserti32x4(c, q16_avx512(in + 32, w[2], vpre, vrs, vs), 2);
-    return _mm512_inserti32x4(c, q16_avx512(in + 48, w[3], vpre, vrs, vs), 3);
+/* 64 codes of group e / 64 in one register */
+CMPI_AVX512 inline __m512i q64_avx512(const float *in, const philox::Stream &st, uint64_t e, const __m512i *a,
+                                      __m512 vpre, __m512 vrs, __m512 vs) {
+    __m512i c = _mm512_castsi128_si512(q16_avx512(in, st, e, a[0], vpre, vrs, vs));
+    c = _mm512_inserti32x4(c, q16_avx512(in, st, e + 16, a[1], vpre, vrs, vs), 1);
+    c = _mm512_inserti32x4(c, q16_avx512(in, st, e + 32, a[2], vpre, vrs, vs), 2);
+    return _mm512_inserti32x4(c, q16_avx512(in, st, e + 48, a[3], vpre, vrs, vs), 3);
 }
 
 CMPI_AVX512 void q_avx512(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st,
                           int8_t *codes) {
     size_t i = i0;
-    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, st, i);
     const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs), vs = _mm512_set1_ps(sc.sL);
     const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    philox::Draws16Avx512 d;
     for (; i + 64 <= i1; i += 64) {
-        __m512i w[4];
-        philox::groups_avx512<1>(st, keys, i >> 6, w);
-        _mm512_storeu_si512(codes + (i - i0), q64_avx512(in + i, w, vpre, vrs, vs));
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        _mm512_storeu_si512(codes + (i - i0), q64_avx512(in, st, i, a, vpre, vrs, vs));
     }
-    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, philox::word(st, i));
+    for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, st, i);
 }
 
 /* AVX-512 block [lo0, hi) straight to the packed fields, each 64-element group stored as it
@@ -137,17 +144,17 @@ CMPI_AVX512 void q_block_avx512(const float *in, size_t lo0, size_t hi, size_t B
         if (norm[j] > 0) {
             const Scale sc = make_scale(norm[j], sL);
             const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs), vs = _mm512_set1_ps(sc.sL);
-            for (; i + 128 <= end; i += 128) {
-                __m512i w[8];
-                philox::groups_avx512<2>(st, keys, i >> 6, w);
-                fields::pack64_avx512(q64_avx512(in + i, w, vpre, vrs, vs), b, codes + i / 8 * b);
-                fields::pack64_avx512(q64_avx512(in + i + 64, w + 4, vpre, vrs, vs), b, codes + (i + 64) / 8 * b);
+            philox::Draws16Avx512 d;
+            for (; i + 64 <= end; i += 64) {
+                __m512i a[4];
+                philox::draws16_avx512(st, keys, i >> 6, d, a);
+                fields::pack64_avx512(q64_avx512(in, st, i, a, vpre, vrs, vs), b, codes + i / 8 * b);
             }
         } else { /* all-zero bucket */
             for (; i + 64 <= end; i += 64) fields::pack64_avx512(_mm512_setzero_si512(), b, codes + i / 8 * b);
         }
-        if (i < end) { /* < 128 left */
-            alignas(64) int8_t c[128];
+        if (i < end) { /* < 64 left */
+            alignas(64) int8_t c[64];
             if (norm[j] > 0)
                 q_avx512(in, i, end, make_scale(norm[j], sL), st, c);
             else

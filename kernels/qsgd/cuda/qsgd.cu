@@ -7,7 +7,7 @@
  *              written as the payload's fp32 norm; NaN/Inf or a norm whose levels overflow
  *              raise the flag (Status::nonfinite, as the CPU);
  *   3. codes   one item per field group (8 elements -> `bits` bytes): q_one with each
- *              element's own Philox word (philox::word).
+ *              element's 24-bit uniform drawn as the CPU does (philox::draw16 / refine8).
  * Decode: norms validated on the host copy (finite, sign clear, levels fit), then one item
  * per element: field * (N / s) [+ acc]. */
 #include <vector>
@@ -52,7 +52,7 @@ struct NormBody {
 };
 
 /* q_one with the CPU's Scale: r = (|v| pre) (s / (N pre)) */
-__host__ __device__ inline int q_code(float v, float N, float sL, uint32_t w) {
+__host__ __device__ inline int q_code(float v, float N, float sL, const Stream &st, size_t i) {
     if (!(N > 0)) return 0;
     const float pre = N < 0x1p-60f ? 0x1p64f : 1.0f;
     const float rs = fdiv(sL, fmul(N, pre));
@@ -60,7 +60,7 @@ __host__ __device__ inline int q_code(float v, float N, float sL, uint32_t w) {
     const float r = fmul(fmul(u2f(u & 0x7FFFFFFFu), pre), rs);
     const float l = ffloor(r);
     const float t = fmul(fsub(r, l), kTwo24);
-    const float up = fadd(l, static_cast<float>(w >> 8) < t ? 1.0f : 0.0f);
+    const float up = fadd(l, below24(st, i, t) ? 1.0f : 0.0f);
     const float xi = up < sL ? up : sL;
     const int k = static_cast<int>(xi);
     return (u >> 31) ? -k : k;
@@ -75,7 +75,7 @@ struct CodeBody {
     uint8_t *codes;
     __host__ __device__ bool operator()(size_t item) const {
         const float sL = levels_of(bits);
-        pack_group(item, n, bits, codes, [&](size_t i) { return q_code(in[i], norm[i / B], sL, word(st, i)); });
+        pack_group(item, n, bits, codes, [&](size_t i) { return q_code(in[i], norm[i / B], sL, st, i); });
         return false;
     }
 };

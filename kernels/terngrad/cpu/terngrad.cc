@@ -1,5 +1,5 @@
 /* terngrad CPU kernels: statistics (sigma, max) in fixed segment order, stochastic
- * ternarisation with Philox-4x32-10 words (scalar, AVX2, AVX-512), packing to base4 / base3,
+ * ternarisation with Philox-4x32-10 draws (scalar, AVX2, AVX-512), packing to base4 / base3,
  * and the "levels" variant for phase 2. OpenMP splits the buffer into fixed blocks;
  * every path and thread count writes identical bytes (tests/unit/test_terngrad.cc).
  *
@@ -13,7 +13,9 @@
  *      fp32), cs = min(cs, s); with buckets the shared scale is not used (one double
  *      cannot carry per-bucket scalers)
  *   2. per element: gc = min(|g|, cs); code = sign(g) if u24 < gc (2^24 / s) else 0,
- *      u24 = top 24 bits of the element's Philox word  ->  P(code != 0) = gc / s (+- 2^-23)
+ *      u24 the element's 24-bit uniform draw (common/philox.h: 16 bits from half a Philox
+ *      word, 8 more from a word of their own only where the 16 do not decide)
+ *      ->  P(code != 0) = ceil(gc 2^24 / s) / 2^24 = gc / s (+ < 2^-24)
  *   3. pack a sub-block's int8 codes, or (AVX-512) pack straight from the compare masks.
  * Phase 2 (variant levels), K = 2^(bits-1) - 1: on the shared grid (one bucket, shared
  * scale s) k = round(x / s), exact for sums of ternaries; otherwise unbiased stochastic
@@ -68,45 +70,49 @@ inline Thresh make_thresh(float s, float cs) {
     return Thresh{pre, kTwo24 / (s * pre), cs};
 }
 
-inline int8_t tern_one(float g, const Thresh &th, uint32_t w) {
-    const float a = std::fabs(g), gc = a < th.cs ? a : th.cs; /* = _mm*_min_ps(a, cs) */
+/* The code of element i of value g with its 16-bit draw a (philox.h: [u24 < t] exactly). */
+inline int8_t tern_one(float g, const Thresh &th, const philox::Stream &st, uint64_t i, uint32_t a) {
+    const float x = std::fabs(g), gc = x < th.cs ? x : th.cs; /* = _mm*_min_ps(x, cs) */
     const float t = (gc * th.pre) * th.r24;
-    if (!(static_cast<float>(w >> 8) < t)) return 0;
+    if (!philox::below(st, i, a, philox::ceil24(t))) return 0;
     return std::signbit(g) ? -1 : 1;
+}
+inline int8_t tern_one(float g, const Thresh &th, const philox::Stream &st, uint64_t i) {
+    return tern_one(g, th, st, i, philox::draw16(st, i));
 }
 
 /* codes[i - i0] for elements i in [i0, i1) of in (indexed from element 0 of the buffer,
  * which is also the RNG's element index). s > 0. */
 void tern_scalar(const float *in, size_t i0, size_t i1, const Thresh &th, const philox::Stream &st, int8_t *codes) {
     size_t i = i0;
-    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
-    uint32_t w[64];
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, st, i);
+    uint32_t a[64];
     for (; i + 64 <= i1; i += 64) {
-        philox::group_scalar(st, i >> 6, w);
-        for (int j = 0; j < 64; ++j) codes[i - i0 + j] = tern_one(in[i + j], th, w[j]);
+        philox::group16_scalar(st, i >> 6, a);
+        for (int j = 0; j < 64; ++j) codes[i - i0 + j] = tern_one(in[i + j], th, st, i + j, a[j]);
     }
-    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, st, i);
 }
 
 CMPI_AVX2 void tern_avx2(const float *in, size_t i0, size_t i1, const Thresh &th, const philox::Stream &st,
                          int8_t *codes) {
     size_t i = i0;
-    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, st, i);
     const __m256 vpre = _mm256_set1_ps(th.pre), vr24 = _mm256_set1_ps(th.r24), vcs = _mm256_set1_ps(th.cs);
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     const __m256i one = _mm256_set1_epi32(1);
     const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    philox::Draws16Avx2 d;
     for (; i + 64 <= i1; i += 64) {
-        __m256i w8[8];
-        philox::group_avx2(st, keys, i >> 6, w8);
+        __m256i a8[8];
+        philox::draws16_avx2(st, keys, i >> 6, d, a8);
         for (int h = 0; h < 2; ++h) {
             for (int l = 0; l < 4; ++l) {
                 const size_t e = i + 16 * l + 8 * h;
                 __m256 g = _mm256_loadu_ps(in + e);
                 __m256 gc = _mm256_min_ps(_mm256_and_ps(g, absmask), vcs);
                 __m256 t = _mm256_mul_ps(_mm256_mul_ps(gc, vpre), vr24);
-                __m256 u = _mm256_cvtepi32_ps(_mm256_srli_epi32(w8[2 * l + h], 8));
-                __m256i hit = _mm256_castps_si256(_mm256_cmp_ps(u, t, _CMP_LT_OQ));
+                __m256i hit = philox::below8_avx2(st, e, a8[2 * l + h], t);
                 __m256i sign = _mm256_srai_epi32(_mm256_castps_si256(g), 31);
                 __m256i c = _mm256_and_si256(hit, _mm256_or_si256(sign, one));
                 __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
@@ -114,44 +120,38 @@ CMPI_AVX2 void tern_avx2(const float *in, size_t i0, size_t i1, const Thresh &th
             }
         }
     }
-    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, st, i);
 }
 
-/* Masks of the nonzero and of the negative codes of 16 values, given their words. */
-CMPI_AVX512 inline __mmask16 tern_mask_avx512(const float *in, __m512i w, __m512 vpre, __m512 vr24, __m512 vcs,
-                                              __mmask16 *neg) {
-    __m512 g = _mm512_loadu_ps(in);
+/* Masks of the nonzero and of the negative codes of 16 values (elements e ..), given their
+ * draws. */
+CMPI_AVX512 inline __mmask16 tern_mask_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a,
+                                              __m512 vpre, __m512 vr24, __m512 vcs, __mmask16 *neg) {
+    __m512 g = _mm512_loadu_ps(in + e);
     __m512 gc = _mm512_min_ps(_mm512_abs_ps(g), vcs);
     __m512 t = _mm512_mul_ps(_mm512_mul_ps(gc, vpre), vr24);
-    __m512 u = _mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8));
-    __mmask16 hit = _mm512_cmp_ps_mask(u, t, _CMP_LT_OQ);
+    __mmask16 hit = philox::below16_avx512(st, e, a, t);
     *neg = _mm512_mask_cmplt_epi32_mask(hit, _mm512_castps_si512(g), _mm512_setzero_si512());
     return hit;
-}
-
-CMPI_AVX512 inline void tern16_avx512(const float *in, __m512i w, __m512 vpre, __m512 vr24, __m512 vcs, int8_t *codes) {
-    __mmask16 neg, hit = tern_mask_avx512(in, w, vpre, vr24, vcs, &neg);
-    __m128i c = _mm_mask_mov_epi8(_mm_maskz_mov_epi8(hit, _mm_set1_epi8(1)), neg, _mm_set1_epi8(-1));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(codes), c);
 }
 
 CMPI_AVX512 void tern_avx512(const float *in, size_t i0, size_t i1, const Thresh &th, const philox::Stream &st,
                              int8_t *codes) {
     size_t i = i0;
-    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one(in[i], th, st, i);
     const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
     const philox::KeysAvx512 keys = philox::keys_avx512(st);
-    for (; i + 128 <= i1; i += 128) {
-        __m512i w[8];
-        philox::groups_avx512<2>(st, keys, i >> 6, w);
-        for (int l = 0; l < 8; ++l) tern16_avx512(in + i + 16 * l, w[l], vpre, vr24, vcs, codes + (i - i0) + 16 * l);
-    }
+    philox::Draws16Avx512 d;
     for (; i + 64 <= i1; i += 64) {
-        __m512i w[4];
-        philox::groups_avx512<1>(st, keys, i >> 6, w);
-        for (int l = 0; l < 4; ++l) tern16_avx512(in + i + 16 * l, w[l], vpre, vr24, vcs, codes + (i - i0) + 16 * l);
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        for (int l = 0; l < 4; ++l) {
+            __mmask16 neg, hit = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &neg);
+            __m128i c = _mm_mask_mov_epi8(_mm_maskz_mov_epi8(hit, _mm_set1_epi8(1)), neg, _mm_set1_epi8(-1));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + (i - i0) + 16 * l), c);
+        }
     }
-    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, philox::word(st, i));
+    for (; i < i1; ++i) codes[i - i0] = tern_one(in[i], th, st, i);
 }
 
 /* AVX-512 direct path: the nonzero (hit) and negative masks of 64-element groups, packed
@@ -201,29 +201,28 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
     const Thresh th = make_thresh(s, cs);
     const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
     size_t i = i0;
-    for (; i + 128 <= i1; i += 128) {
-        __m512i w[8];
-        philox::groups_avx512<2>(st, keys, i >> 6, w);
-        for (int g = 0; g < 2; ++g) {
-            uint64_t h = 0, m = 0;
-            for (int l = 0; l < 4; ++l) {
-                __mmask16 nl, hl = tern_mask_avx512(in + i + 64 * g + 16 * l, w[4 * g + l], vpre, vr24, vcs, &nl);
-                h |= static_cast<uint64_t>(hl) << (16 * l);
-                m |= static_cast<uint64_t>(nl) << (16 * l);
-            }
-            if (Base4) {
-                base4_store(h, m, out + (i + 64 * g) / 4);
-            } else {
-                hit[(i - i0) / 64 + g] = h;
-                neg[(i - i0) / 64 + g] = m;
-            }
+    philox::Draws16Avx512 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        uint64_t h = 0, m = 0;
+        for (int l = 0; l < 4; ++l) {
+            __mmask16 nl, hl = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &nl);
+            h |= static_cast<uint64_t>(hl) << (16 * l);
+            m |= static_cast<uint64_t>(nl) << (16 * l);
+        }
+        if (Base4) {
+            base4_store(h, m, out + i / 4);
+        } else {
+            hit[(i - i0) / 64] = h;
+            neg[(i - i0) / 64] = m;
         }
     }
-    while (i < i1) { /* the last < 128, one group at a time, scalar */
-        const size_t e = std::min(i1, i + 64);
+    if (i < i1) { /* the last < 64, scalar */
+        const size_t e = i1;
         uint64_t h = 0, m = 0;
         for (size_t k = i; k < e; ++k) {
-            const int8_t c = tern_one(in[k], th, philox::word(st, k));
+            const int8_t c = tern_one(in[k], th, st, k);
             h |= static_cast<uint64_t>(c != 0) << (k - i);
             m |= static_cast<uint64_t>(c < 0) << (k - i);
         }
@@ -233,7 +232,6 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
             hit[(i - i0) / 64] = h;
             neg[(i - i0) / 64] = m;
         }
-        i = e;
     }
 }
 

@@ -9,12 +9,12 @@
  *              max/K; writes the fp32 scalers of the payload; raises the flag on NaN/Inf
  *              (and, for levels, a scaler that does not fit) -- Status::nonfinite;
  *   3. codes   one item per output byte (base4: 4 elements, base3: 5) or per field group
- *              (levels: 8 elements -> `bits` bytes); every element draws its own Philox
- *              word (philox::word: same key, counter and word as the CPU).
+ *              (levels: 8 elements -> `bits` bytes); every element draws its 24-bit
+ *              uniform as the CPU does (philox::draw16 / refine8: same key, counter and bits).
  * Decode: scalers and code bytes are validated on the host copy of the payload (the CPU
  * decoder's checks), then one item per element: field * s (base3: digit * s) [+ acc].
- * Performance note (GPU-only): each element computes a whole Philox block and keeps one of
- * its 4 words (4x the generator work of the CPU's group mapping); sharing blocks across
+ * Performance note (GPU-only): each element computes a whole Philox block and keeps 16 bits
+ * of it (8x the generator work of the CPU's group mapping); sharing blocks across
  * threads with shuffles is the obvious next step once a GPU can measure it. */
 #include <vector>
 
@@ -103,14 +103,14 @@ struct ScaleBody {
 
 /* ---------------------------------------------------------------- codes */
 /* tern_one with the CPU's Thresh: (gc * pre) * (2^24 / (s pre)) */
-__host__ __device__ inline int tern_code(float g, const Scale &sc, uint32_t w) {
+__host__ __device__ inline int tern_code(float g, const Scale &sc, const Stream &st, size_t i) {
     if (!(sc.s > 0)) return 0;
     const float pre = sc.s < 0x1p-60f ? 0x1p64f : 1.0f;
     const float r24 = fdiv(kTwo24, fmul(sc.s, pre));
     const uint32_t u = f2u(g);
     const float a = u2f(u & 0x7FFFFFFFu), gc = a < sc.cs ? a : sc.cs;
     const float t = fmul(fmul(gc, pre), r24);
-    if (!(static_cast<float>(w >> 8) < t)) return 0;
+    if (!below24(st, i, t)) return 0;
     return (u >> 31) ? -1 : 1;
 }
 
@@ -132,7 +132,7 @@ struct CodeBody {
     int bits;
     uint8_t *codes;
 
-    __host__ __device__ int tern(size_t i) const { return tern_code(in[i], sc[i / B], word(st, i)); }
+    __host__ __device__ int tern(size_t i) const { return tern_code(in[i], sc[i / B], st, i); }
 
     __host__ __device__ bool operator()(size_t item) const {
         if (variant == terngrad::kBase4) { /* byte item: elements 4 item .. +3, 2-bit fields */
