@@ -65,6 +65,13 @@ inline void seg_scalar(const float *x, size_t n, bool moments, Moments *m) {
     m->bad = bad;
 }
 
+/* With moments, the SIMD loops skip the per-element NaN/Inf test: a NaN or Inf element makes
+ * the segment's sum or sum of squares NaN or Inf, and finite elements cannot (a segment's
+ * sum of squares is at most kSeg * FLT_MAX^2, about 4e81), so the flag is the same. */
+inline bool finite_sums(const Moments &m) {
+    return std::isfinite(m.sum) && std::isfinite(m.sumsq);
+}
+
 CMPI_AVX2 inline void seg_avx2(const float *x, size_t n, bool moments, Moments *m) {
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     const __m256i exp = _mm256_set1_epi32(static_cast<int>(kExp));
@@ -75,9 +82,11 @@ CMPI_AVX2 inline void seg_avx2(const float *x, size_t n, bool moments, Moments *
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
-        __m256i u0 = _mm256_castps_si256(v0), u1 = _mm256_castps_si256(v1);
-        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(u0, exp), exp));
-        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(u1, exp), exp));
+        if (!moments) { /* with moments, NaN/Inf shows in the sums (finite_sums) */
+            __m256i u0 = _mm256_castps_si256(v0), u1 = _mm256_castps_si256(v1);
+            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(u0, exp), exp));
+            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(u1, exp), exp));
+        }
         mx = _mm256_max_ps(mx, _mm256_and_ps(v0, absmask));
         mx = _mm256_max_ps(mx, _mm256_and_ps(v1, absmask));
         if (moments) {
@@ -103,7 +112,7 @@ CMPI_AVX2 inline void seg_avx2(const float *x, size_t n, bool moments, Moments *
     m->sum = moments ? fold16(sa) : 0;
     m->sumsq = moments ? fold16(qa) : 0;
     m->maxabs = mxs;
-    m->bad = bads;
+    m->bad = bads | (moments && !finite_sums(*m));
 }
 
 CMPI_AVX512 inline void seg_avx512(const float *x, size_t n, bool moments, Moments *m) {
@@ -114,8 +123,7 @@ CMPI_AVX512 inline void seg_avx512(const float *x, size_t n, bool moments, Momen
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
-        __m512i u = _mm512_castps_si512(v);
-        bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, exp), exp);
+        if (!moments) bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), exp), exp);
         mx = _mm512_max_ps(mx, _mm512_abs_ps(v));
         if (moments) {
             __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
@@ -140,7 +148,7 @@ CMPI_AVX512 inline void seg_avx512(const float *x, size_t n, bool moments, Momen
     m->sum = moments ? fold16(sa) : 0;
     m->sumsq = moments ? fold16(qa) : 0;
     m->maxabs = mxs;
-    m->bad = bads;
+    m->bad = bads | (moments && !finite_sums(*m));
 }
 
 inline void seg(const float *x, size_t n, bool moments, SimdLevel lvl, Moments *m) {
@@ -184,13 +192,10 @@ inline Moments moments_of(const float *x, size_t len, bool moments, SimdLevel lv
  * moments_of(x, len, true, lvl).sumsq -- the same lanes, the same fold, segment by segment --
  * without the sum and the maximum the AVX-512 path would also compute. */
 CMPI_AVX512 inline void sumsq_seg_avx512(const float *x, size_t n, double *sumsq, uint32_t *bad) {
-    const __m512i exp = _mm512_set1_epi32(static_cast<int>(kExp));
     __m512d q0 = _mm512_setzero_pd(), q1 = q0;
-    __mmask16 b = 0;
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    for (; i + 16 <= n; i += 16) { /* NaN/Inf: seen in the sum of squares (finite_sums) */
         __m512 v = _mm512_loadu_ps(x + i);
-        b |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), exp), exp);
         __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
         __m512d d1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
         q0 = _mm512_add_pd(q0, _mm512_mul_pd(d0, d0));
@@ -200,10 +205,10 @@ CMPI_AVX512 inline void sumsq_seg_avx512(const float *x, size_t n, double *sumsq
     _mm512_store_pd(qa, q0);
     _mm512_store_pd(qa + 8, q1);
     float mx = 0;
-    uint32_t bads = b != 0;
+    uint32_t bads = 0;
     seg_tail(x, i, n, true, sa, qa, &mx, &bads);
     *sumsq = fold16(qa);
-    *bad = bads;
+    *bad = bads | !std::isfinite(*sumsq);
 }
 
 inline Moments sumsq_of(const float *x, size_t len, SimdLevel lvl) {

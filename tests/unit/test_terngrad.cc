@@ -6,8 +6,10 @@
 #include "terngrad/terngrad.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <memory>
 
+#include "common/bucket_stats.h"
 #include "common/philox.h"
 #include "testutil.h"
 
@@ -537,6 +539,31 @@ void given_same_or_other_stream_when_encoding_expect_same_or_other_bytes(void **
     assert_true(a != encode(params(terngrad::kBase4, 0, 2.5f, 2, 2), x));
 }
 
+/* The statistics' NaN/Inf flag, which the SIMD loops derive from the sums when they compute
+ * moments: every path flags one NaN, Inf or -Inf (or an Inf and a -Inf) at any position, in
+ * the vector loop or the tail, and no finite data, however large. */
+void given_nonfinite_or_huge_values_when_taking_statistics_expect_flag_of_scalar_path(void **) {
+    const size_t n = bstats::kSeg + 21; /* a full segment and a tail */
+    auto x = gradient_data(n, 8);
+    for (SimdLevel l : levels()) {
+        for (float bad : {NAN, INFINITY, -INFINITY})
+            for (size_t pos : {size_t{0}, size_t{5}, size_t{16}, size_t{1000}, bstats::kSeg - 1, bstats::kSeg + 3, n - 1}) {
+                auto y = x;
+                y[pos] = bad;
+                for (bool mom : {false, true}) assert_true(bstats::moments_of(y.data(), n, mom, l).bad);
+                assert_true(bstats::sumsq_of(y.data(), n, l).bad);
+            }
+        auto y = x;
+        y[3] = INFINITY, y[19] = -INFINITY; /* same lane: the sum is NaN */
+        assert_true(bstats::moments_of(y.data(), n, true, l).bad);
+        std::vector<float> big(n, FLT_MAX);
+        for (size_t i = 1; i < n; i += 2) big[i] = -FLT_MAX;
+        for (bool mom : {false, true}) assert_false(bstats::moments_of(big.data(), n, mom, l).bad);
+        assert_false(bstats::sumsq_of(big.data(), n, l).bad);
+        assert_false(bstats::moments_of(x.data(), n, true, l).bad);
+    }
+}
+
 void given_nan_or_inf_when_encoding_expect_nonfinite(void **) {
     for (float bad : {NAN, INFINITY, -INFINITY})
         for (size_t pos : {0ul, 17ul, 999ul})
@@ -825,6 +852,7 @@ int main() {
         cmocka_unit_test(given_levels_off_grid_expect_unbiased_stochastic_rounding),
         cmocka_unit_test(given_same_or_other_stream_when_encoding_expect_same_or_other_bytes),
         cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite),
+        cmocka_unit_test(given_nonfinite_or_huge_values_when_taking_statistics_expect_flag_of_scalar_path),
         cmocka_unit_test(given_buckets_when_encoding_expect_one_scaler_per_bucket),
         cmocka_unit_test(given_clip_at_when_encoding_chunk_expect_buffer_threshold),
         cmocka_unit_test(given_constant_buffer_with_clipping_expect_not_zeroed),

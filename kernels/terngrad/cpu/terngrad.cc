@@ -124,10 +124,13 @@ CMPI_AVX2 void tern_avx2(const float *in, size_t i0, size_t i1, const Thresh &th
 }
 
 /* Masks of the nonzero and of the negative codes of 16 values (elements e ..), given their
- * draws. */
+ * draws; *bad |= the lanes holding NaN/Inf (exponent all ones; dead code where unread). */
 CMPI_AVX512 inline __mmask16 tern_mask_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a,
-                                              __m512 vpre, __m512 vr24, __m512 vcs, __mmask16 *neg) {
+                                              __m512 vpre, __m512 vr24, __m512 vcs, __mmask16 *neg,
+                                              __mmask16 *bad) {
     __m512 g = _mm512_loadu_ps(in + e);
+    const __m512i exp = _mm512_set1_epi32(0x7F800000);
+    *bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(g), exp), exp);
     __m512 gc = _mm512_min_ps(_mm512_abs_ps(g), vcs);
     __m512 t = _mm512_mul_ps(_mm512_mul_ps(gc, vpre), vr24);
     __mmask16 hit = philox::below16_avx512(st, e, a, t);
@@ -146,7 +149,7 @@ CMPI_AVX512 void tern_avx512(const float *in, size_t i0, size_t i1, const Thresh
         __m512i a[4];
         philox::draws16_avx512(st, keys, i >> 6, d, a);
         for (int l = 0; l < 4; ++l) {
-            __mmask16 neg, hit = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &neg);
+            __mmask16 neg, unread = 0, hit = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &neg, &unread);
             __m128i c = _mm_mask_mov_epi8(_mm_maskz_mov_epi8(hit, _mm_set1_epi8(1)), neg, _mm_set1_epi8(-1));
             _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + (i - i0) + 16 * l), c);
         }
@@ -182,16 +185,9 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
                                                const philox::Stream &st, const philox::KeysAvx512 &keys, uint64_t *hit,
                                                uint64_t *neg, uint8_t *out, uint32_t *bad) {
     const size_t words = (i1 - i0 + 63) / 64;
-    if (CheckBad) { /* NaN/Inf: exponent all ones (the caller made no statistics pass) */
-        const __m512i exp = _mm512_set1_epi32(0x7F800000);
-        __mmask16 b = 0;
-        size_t i = i0;
-        for (; i + 16 <= i1; i += 16)
-            b |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512(in + i), exp), exp);
-        for (; i < i1; ++i) b |= !std::isfinite(in[i]);
-        *bad |= b != 0;
-    }
     if (!(s > 0)) { /* all-zero bucket */
+        if (CheckBad) /* NaN/Inf: exponent all ones (the caller made no statistics pass) */
+            for (size_t i = i0; i < i1; ++i) *bad |= !std::isfinite(in[i]);
         if (Base4)
             std::memset(out + i0 / 4, 0, (i1 - i0 + 3) / 4);
         else
@@ -202,12 +198,13 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
     const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
     size_t i = i0;
     philox::Draws16Avx512 d;
+    __mmask16 b = 0; /* CheckBad: NaN/Inf seen in the same read (no statistics pass before) */
     for (; i + 64 <= i1; i += 64) {
         __m512i a[4];
         philox::draws16_avx512(st, keys, i >> 6, d, a);
         uint64_t h = 0, m = 0;
         for (int l = 0; l < 4; ++l) {
-            __mmask16 nl, hl = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &nl);
+            __mmask16 nl, hl = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &nl, &b);
             h |= static_cast<uint64_t>(hl) << (16 * l);
             m |= static_cast<uint64_t>(nl) << (16 * l);
         }
@@ -217,6 +214,10 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
             hit[(i - i0) / 64] = h;
             neg[(i - i0) / 64] = m;
         }
+    }
+    if (CheckBad) {
+        for (size_t k = i; k < i1; ++k) b |= !std::isfinite(in[k]);
+        *bad |= b != 0;
     }
     if (i < i1) { /* the last < 64, scalar */
         const size_t e = i1;
