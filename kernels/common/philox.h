@@ -94,11 +94,8 @@ inline void group_scalar(const Stream &s, uint64_t q, uint32_t w[64]) {
 /* ---------------------------------------------------------------- 24-bit Bernoulli draws */
 /* The 16-bit draw a of element i. */
 inline uint32_t draw16(const Stream &s, uint64_t i) {
-    const uint64_t q = i >> 6, r = i & 63, c = 16 * (q >> 1) + (r & 15);
-    const uint32_t ctr[4] = {static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), s.s0, s.s1};
-    uint32_t out[4];
-    block(ctr, s.k0, s.k1, out);
-    return (out[r >> 4] >> (16 * (q & 1))) & 0xFFFFu;
+    const uint64_t q = i >> 6; /* word(64 (q / 2) + i % 64) is word l of block 16 (q / 2) + m */
+    return (word(s, ((q >> 1) << 6) | (i & 63)) >> (16 * (q & 1))) & 0xFFFFu;
 }
 
 /* The 8-bit refinement b of element i. */

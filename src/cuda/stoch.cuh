@@ -38,28 +38,7 @@ __host__ __device__ inline uint32_t mulhi32(uint32_t a, uint32_t b) {
 #endif
 }
 
-/* The random word of element i (philox::word). */
-__host__ __device__ inline uint32_t word(const Stream &s, uint64_t i) {
-    const uint64_t q = i >> 6, r = i & 63, c = 16 * q + (r & 15);
-    uint32_t c0 = static_cast<uint32_t>(c), c1 = static_cast<uint32_t>(c >> 32), c2 = s.s0, c3 = s.s1;
-    uint32_t k0 = s.k0, k1 = s.k1;
-    for (int rd = 0; rd < 10; ++rd) {
-        if (rd) {
-            k0 += kW0;
-            k1 += kW1;
-        }
-        const uint32_t hi0 = mulhi32(kM0, c0), lo0 = kM0 * c0, hi1 = mulhi32(kM1, c2), lo1 = kM1 * c2;
-        c0 = hi1 ^ c1 ^ k0;
-        c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
-        c3 = lo0;
-    }
-    const uint32_t l = static_cast<uint32_t>(r >> 4);
-    return l == 0 ? c0 : l == 1 ? c1 : l == 2 ? c2 : c3;
-}
-
-/* 24-bit Bernoulli draws (common/philox.h): [u24 < t], u24 = 256 a + b, a = 16 bits from half
- * a Philox word (draw16), b = 8 bits from a word of its own only on a tie (refine8). */
+/* One Philox-4x32-10 block (philox::block). */
 __host__ __device__ inline void block(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1,
                                       uint32_t out[4]) {
     for (int rd = 0; rd < 10; ++rd) {
@@ -79,14 +58,21 @@ __host__ __device__ inline void block(uint32_t c0, uint32_t c1, uint32_t c2, uin
     out[3] = c3;
 }
 
-/* philox::draw16: element i = 128 P + 64 g + 16 l + m takes half g of word l of block 16 P + m */
-__host__ __device__ inline uint32_t draw16(const Stream &s, uint64_t i) {
-    const uint64_t q = i >> 6, r = i & 63, c = 16 * (q >> 1) + (r & 15);
+/* The random word of element i (philox::word). */
+__host__ __device__ inline uint32_t word(const Stream &s, uint64_t i) {
+    const uint64_t q = i >> 6, r = i & 63, c = 16 * q + (r & 15);
     uint32_t out[4];
     block(static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), s.s0, s.s1, s.k0, s.k1, out);
     const uint32_t l = static_cast<uint32_t>(r >> 4);
-    const uint32_t w = l == 0 ? out[0] : l == 1 ? out[1] : l == 2 ? out[2] : out[3];
-    return (w >> (16 * static_cast<uint32_t>(q & 1))) & 0xFFFFu;
+    return l == 0 ? out[0] : l == 1 ? out[1] : l == 2 ? out[2] : out[3];
+}
+
+/* 24-bit Bernoulli draws (common/philox.h): [u24 < t], u24 = 256 a + b, a = 16 bits from half
+ * a Philox word (draw16), b = 8 bits from a word of its own only on a tie (refine8). */
+/* philox::draw16: element i = 128 P + 64 g + 16 l + m takes half g of word l of block 16 P + m */
+__host__ __device__ inline uint32_t draw16(const Stream &s, uint64_t i) {
+    const uint64_t q = i >> 6; /* word(64 (q / 2) + i % 64) is word l of block 16 (q / 2) + m */
+    return (word(s, ((q >> 1) << 6) | (i & 63)) >> (16 * static_cast<uint32_t>(q & 1))) & 0xFFFFu;
 }
 
 /* philox::refine8: top 8 bits of word 0 of the block with counter 2^63 + i */
@@ -98,11 +84,10 @@ __host__ __device__ inline uint32_t refine8(const Stream &s, uint64_t i) {
 
 /* philox::below(s, i, draw16(s, i), ceil24(t)): t >= 0; NaN and t >= 2^24 hit */
 __host__ __device__ inline bool below24(const Stream &s, uint64_t i, float t) {
-#ifdef __CUDA_ARCH__
     const float tc = t < 0x1p24f ? t : 0x1p24f;
+#ifdef __CUDA_ARCH__
     const uint32_t C = static_cast<uint32_t>(ceilf(tc));
 #else
-    const float tc = t < 0x1p24f ? t : 0x1p24f;
     const uint32_t C = static_cast<uint32_t>(std::ceil(tc));
 #endif
     const uint32_t a = draw16(s, i), A = C >> 8, R = C & 255u;
