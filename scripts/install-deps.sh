@@ -17,7 +17,7 @@ pkgs=(build-essential autoconf automake libtool pkg-config
       python3-mpi4py python3-torch python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all packages present"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 src=$PWD
 build=$(cd "${1:-${BUILD_DIR:-_build}}" && pwd)
 . "$src/tests/mpi/launch.sh"
-mkvar() { sed -n "s/^$1 = //p" "$build/Makefile" | head -1; }
+mkvar() { sed -n "/^$1 = /{s///p;q}" "$build/Makefile"; }  # first match, no pipe
 family=$(mkvar MPI_FAMILY)
 pcname=$(mkvar COMPMPI_PCNAME)
 libname=$(mkvar COMPMPI_LIBNAME)
@@ -36,7 +36,7 @@ say "pkg-config --static --libs $pcname: $(pkg-config --static --libs "$pcname")
 info=$prefix/bin/$(echo compmpi-info | sed "${transform//\$\$/\$}")
 [ -x "$info" ] || fail "$info not installed"
 [ "$("$info" --mpi)" = "$family" ] || fail "$info --mpi says '$("$info" --mpi)', not $family"
-"$info" | grep -q "^built for MPI: " || fail "$info prints no 'built for MPI' line"
+"$info" | grep "^built for MPI: " >/dev/null || fail "$info prints no 'built for MPI' line"
 say "$(basename "$info"): $("$info" | sed -n 's/^built for MPI: //p')"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/compmpi-install-test.XXXXXX")
@@ -84,13 +84,17 @@ run2() { # exe label
 # dynamic: the run-time path comes from pkg-config's Libs (no LD_LIBRARY_PATH)
 # shellcheck disable=SC2046
 "$mpicc" -o "$tmp/hello_dyn" "$tmp/hello.c" $(pkg-config --cflags --libs "$pcname")
-ldd "$tmp/hello_dyn" | grep -q "$libname.so.* => $prefix/lib/" || { ldd "$tmp/hello_dyn"; fail "dynamic: $libname.so not found in $prefix/lib at run time"; }
+# (ldd into a variable: under pipefail, `ldd | grep -q` fails when grep exits at its first match
+# and ldd, still writing, dies of SIGPIPE)
+deps=$(ldd "$tmp/hello_dyn")
+grep "$libname.so.* => $prefix/lib/" >/dev/null <<<"$deps" || { echo "$deps"; fail "dynamic: $libname.so not found in $prefix/lib at run time"; }
 (unset LD_LIBRARY_PATH; run2 "$tmp/hello_dyn" "dynamic link")
 
 # static: libcompmpi.a, everything else as pkg-config --static says
 libs=$(pkg-config --static --libs "$pcname" | sed "s/-l${libname#lib}\b//")
 # shellcheck disable=SC2086
 "$mpicc" -o "$tmp/hello_static" "$tmp/hello.c" $(pkg-config --cflags "$pcname") "$prefix/lib/$libname.a" $libs
-! ldd "$tmp/hello_static" | grep -q "$libname" || { ldd "$tmp/hello_static"; fail "static: still linked to $libname.so"; }
+deps=$(ldd "$tmp/hello_static")
+! grep "$libname" >/dev/null <<<"$deps" || { echo "$deps"; fail "static: still linked to $libname.so"; }
 run2 "$tmp/hello_static" "static link"
 say "all ok"

@@ -24,7 +24,7 @@ BUILD_DIR=${BUILD_DIR:-/tmp/compmpi-mpich-ch3-build}
 JOBS=${JOBS:-$(nproc)}
 
 if [ -x "$PREFIX/bin/mpicc" ] && [ -x "$PREFIX/bin/mpiexec" ] && \
-   "$PREFIX/bin/mpichversion" 2>/dev/null | grep -q 'ch3:nemesis'; then
+   "$PREFIX/bin/mpichversion" 2>/dev/null | grep 'ch3:nemesis' >/dev/null; then
     echo "build_mpich_ch3.sh: $PREFIX already holds an MPICH ch3:nemesis build; nothing to do"
     "$PREFIX/bin/mpichversion" | head -3
     exit 0

@@ -43,7 +43,7 @@ host_namespaces() {
 }
 all_namespaces() {
     host_namespaces
-    ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$BR_NS" && echo "$BR_NS" || true
+    ip netns list 2>/dev/null | awk '{print $1}' | grep -x "$BR_NS" >/dev/null && echo "$BR_NS" || true
 }
 
 kill_all() {
@@ -172,7 +172,7 @@ cmd_status() {
     hosts=$(host_namespaces)
     if [ -z "$hosts" ]; then
         echo "cluster: down"
-        ip netns list | grep -qx "$BR_NS" 2>/dev/null && echo "(stale bridge namespace $BR_NS present; run '$0 down')"
+        ip netns list 2>/dev/null | grep -x "$BR_NS" >/dev/null && echo "(stale bridge namespace $BR_NS present; run '$0 down')"
         return 0
     fi
     echo "cluster: up ($(echo "$hosts" | wc -l) hosts)"
@@ -192,10 +192,10 @@ cmd_ns_of() {
     local ip=$1 ns
     if [[ $ip =~ ^10\.77\.0\.([0-9]+)$ ]]; then
         ns="${PREFIX_NS}$((BASH_REMATCH[1] - 1))"
-        if ip -n "$ns" -4 -o addr show 2>/dev/null | grep -q " $ip/"; then echo "$ns"; return 0; fi
+        if ip -n "$ns" -4 -o addr show 2>/dev/null | grep " $ip/" >/dev/null; then echo "$ns"; return 0; fi
     fi
     for ns in $(host_namespaces); do
-        if ip -n "$ns" -4 -o addr show 2>/dev/null | grep -q " $ip/"; then echo "$ns"; return 0; fi
+        if ip -n "$ns" -4 -o addr show 2>/dev/null | grep " $ip/" >/dev/null; then echo "$ns"; return 0; fi
     done
     die "no cluster namespace owns $ip"
 }

@@ -61,7 +61,7 @@ done
 [ "$(id -u)" -eq 0 ] || die "must be run as root (ip netns exec)"
 
 for ((k = 0; k < np; k++)); do
-    ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "cmpi$k" \
+    ip netns list 2>/dev/null | awk '{print $1}' | grep -x "cmpi$k" >/dev/null \
         || die "cluster has no host cmpi$k; run: $dir/cluster.sh up $np RATE"
 done
 

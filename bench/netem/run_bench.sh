@@ -262,7 +262,7 @@ plot() {
     for what in speedup ideal; do
         if [ $what = ideal ]; then
             col=3; name=ideal; ylabel="fraction of ideal (speedup / ratio)"
-            awk '$3 != "NaN"' "$pd"/*.dat 2>/dev/null | grep -q . || continue
+            awk '$3 != "NaN"' "$pd"/*.dat 2>/dev/null | grep . >/dev/null || continue
         fi
         {
             echo "set terminal pngcairo size $((480 * ncols)),$((380 * nrows)) font ',10'"

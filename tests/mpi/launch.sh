@@ -31,7 +31,7 @@ mpi_launch_init() {
 # or Open MPI): for run_tests.sh run by hand with MPIEXEC but no MPI_FAMILY.
 mpi_family_of_launcher() {
     local v
-    v=$("$1" --version 2>&1 </dev/null | head -5)
+    v=$("$1" --version 2>&1 </dev/null) || true  # no `| head`: SIGPIPE under pipefail
     case $v in
         *HYDRA*|*hydra*|*MPICH*) echo mpich ;;
         *OpenRTE*|*"Open MPI"*|*PRRTE*) echo openmpi ;;
