@@ -7,7 +7,7 @@
 # A codec spec is codec[:bits][+KEY=VAL...] (KEY without the COMPMPI_ prefix), each run with
 # policy static and min_bytes 0; the spec `default` preloads libcompmpi with no setting at all
 # (awp gated by the cost model: the "never slower" check). Warm-up calls are not timed: give
-# the cost model its exploration calls (6 per size class and width: 3 exact, 3 compressed) with --warmup 8.
+# the cost model its exploration calls (8 per size class and width: 4 exact, 4 compressed) with --warmup 10.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-$here/../_build}

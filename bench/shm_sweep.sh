@@ -11,7 +11,7 @@
 # gives each side's median and best of the per-job medians, and the ratio of both:
 # 'median ratio' compares typical jobs, 'best ratio' the fastest state each side reached.
 # Calls up to 256 KiB are timed in batches of 100 back to back (coll_bench --batch), larger
-# ones one by one; each job first makes 8 calls per size (the cost model explores 6).
+# ones one by one; each job first makes 12 calls per size (the cost model explores 8).
 # Run from the repository root after scripts/build.sh. Prints a markdown table.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -40,7 +40,7 @@ job() { # side round
             --warmup 1 </dev/null 2>>"$out/stderr" | grep '^coll=' | sed "s/^/round=$2 side=$1 /"
     fi
     if [ -n "$large" ]; then
-        timeout 600 mpiexec.mpich -n 2 "${E[@]}" "$bench" --coll "$colls" --sizes "$large" --iters 7 --warmup 8 \
+        timeout 600 mpiexec.mpich -n 2 "${E[@]}" "$bench" --coll "$colls" --sizes "$large" --iters 7 --warmup 12 \
             </dev/null 2>>"$out/stderr" | grep '^coll=' | sed "s/^/round=$2 side=$1 /"
     fi
 }

@@ -59,10 +59,17 @@ struct CostEntry {
     int decided_calls = 0;       /* calls decided by round 0 */
 };
 
-/* Per side and entry: kCostWarmup samples taken and not used (the first exact call of a
- * size pays MPI's first-use costs, the first compressed one its workspaces' page faults:
- * measured on this machine, up to 7x a later call), then kCostSamples used. */
-inline constexpr int kCostWarmup = 1;
+/* Per side and entry: kCostWarmup samples taken and not used, then kCostSamples used. The
+ * first calls of a size pay first-use costs: the exact collective's first one MPI's set-up,
+ * the first compressed one its workspaces' page faults (up to 7x a later call here). At 1-4
+ * MiB on shared memory the SECOND exact call is still 1.3-2.6x the steady time (measured
+ * here, all three collectives: a 1 MiB allreduce took 600-920, 430-630 (once 1280), 165-215
+ * and 155-250 us in its first four calls; 4 MiB 2080-6320, 1990-3220, 960-1240 and 1050-1180
+ * us), which made the predicted time of the exact path 1.6-2.2x the measured one in runs of
+ * 80 calls; so two calls per side are
+ * warm-ups. Three used samples would make the max/min rule below stricter: it kept 16 MiB
+ * allreduces exact where compression was 13-20% faster (measured), so two are used. */
+inline constexpr int kCostWarmup = 2;
 inline constexpr int kCostSamples = 2;
 /* Even after the warm-up, the first calls of a size can run several times slower than the
  * same calls later (measured here: a 16 KiB exact allreduce 14-18 us in its first calls,

@@ -16,7 +16,7 @@
 # Codec spec syntax:  codec[:bits][+KEY=VAL]...
 #   codec       -> -genv COMPMPI_CODEC codec -genv COMPMPI_POLICY static
 #   :bits       -> -genv COMPMPI_BITS bits
-#   default     -> libcompmpi's defaults (no COMPMPI_CODEC/POLICY; use --warmup 6 so the
+#   default     -> libcompmpi's defaults (no COMPMPI_CODEC/POLICY; use --warmup 8 so the
 #                  cost model's exploration calls are not timed)
 #   +KEY=VAL    -> -genv COMPMPI_KEY VAL, as in bench/run_loopback.sh ("q8+MIN_BYTES=0",
 #                  "bitpack+POLICY=awp" overrides the policy since it comes later; not with :bits);

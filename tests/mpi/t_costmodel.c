@@ -11,7 +11,7 @@
 #include "mpitest.h"
 
 /* kExplore: the model's exploration calls per class (src/costmodel.h: 2 x (kCostWarmup + kCostSamples)) */
-enum { kIters = 16, kExplore = 6, kSizes = 3 };
+enum { kIters = 18, kExplore = 8, kSizes = 3 };
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
