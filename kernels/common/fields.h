@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/simd_target.h"
 #include "simd.h"
@@ -89,10 +90,13 @@ inline uint64_t mask_bytes(int nbytes) {
     return nbytes >= 64 ? ~0ull : (1ull << nbytes) - 1;
 }
 
-/* 64 int8 codes in v -> 8b bytes at out. */
-CMPI_AVX512 inline void pack64_avx512(__m512i v, int b, uint8_t *out) {
+/* 64 int8 codes in v -> 8b bytes at out; b a compile-time constant, so the shift counts
+ * are immediates and the masks and the byte table stay in registers across a loop. */
+template <int b>
+CMPI_AVX512 inline void pack64_avx512(__m512i v, uint8_t *out) {
+    static_assert(b >= 1 && b <= 8, "field width");
     v = _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>((1u << b) - 1)));
-    if (b < 8) {
+    if constexpr (b < 8) {
         /* pairs -> 2b bits per 16-bit lane, quads -> 4b per 32, octets -> 8b per 64 */
         v = _mm512_or_si512(
             _mm512_and_si512(v, _mm512_set1_epi16(0x00FF)),
@@ -109,10 +113,32 @@ CMPI_AVX512 inline void pack64_avx512(__m512i v, int b, uint8_t *out) {
     _mm512_mask_storeu_epi8(out, mask_bytes(8 * b), v);
 }
 
-CMPI_AVX512 inline void pack_avx512(const int8_t *c, size_t n, int b, uint8_t *out) {
+/* Calls f(std::integral_constant<int, b>{}) for a run-time b in 1..8 (a loop instantiated per
+ * width; b outside 1..8 is a caller bug and calls nothing). */
+template <class F>
+inline void with_width(int b, F &&f) {
+    switch (b) {
+        case 1: return f(std::integral_constant<int, 1>{});
+        case 2: return f(std::integral_constant<int, 2>{});
+        case 3: return f(std::integral_constant<int, 3>{});
+        case 4: return f(std::integral_constant<int, 4>{});
+        case 5: return f(std::integral_constant<int, 5>{});
+        case 6: return f(std::integral_constant<int, 6>{});
+        case 7: return f(std::integral_constant<int, 7>{});
+        case 8: return f(std::integral_constant<int, 8>{});
+        default: return;
+    }
+}
+
+template <int b>
+CMPI_AVX512 inline void pack_avx512_b(const int8_t *c, size_t n, uint8_t *out) {
     size_t i = 0;
-    for (; i + 64 <= n; i += 64) pack64_avx512(_mm512_loadu_si512(c + i), b, out + i / 8 * b);
+    for (; i + 64 <= n; i += 64) pack64_avx512<b>(_mm512_loadu_si512(c + i), out + i / 8 * b);
     pack_scalar(c + i, n - i, b, out + i / 8 * b);
+}
+
+CMPI_AVX512 inline void pack_avx512(const int8_t *c, size_t n, int b, uint8_t *out) {
+    with_width(b, [&](auto w) { pack_avx512_b<decltype(w)::value>(c, n, out); });
 }
 
 /* n codes (starting on a field group) -> bytes(n, b) bytes. */

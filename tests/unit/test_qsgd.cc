@@ -99,6 +99,29 @@ void given_any_path_and_threads_when_encoding_expect_identical_bytes(void **) {
             }
 }
 
+/* Buckets whose norm is below 2^-60 take the prescaled path (r = (|v| 2^64) (s / (N 2^64)));
+ * every SIMD path must write the scalar reference's bytes there as well. */
+void given_tiny_norm_buckets_when_encoding_expect_identical_bytes(void **) {
+    for (double scale : {1e-25, 1e-38}) {
+        auto x = normal_data(40960 + 4099, 31, scale);
+        for (int bits : {2, 4, 8})
+            for (uint32_t bucket : {512u, 100u}) {
+                CodecParams p = params(bits, bucket);
+                p.simd = SimdLevel::scalar;
+                auto ref = encode(p, x);
+                assert_true(norm_of(ref, 0) > 0 && norm_of(ref, 0) < 0x1p-60f);
+                for (SimdLevel l : levels())
+                    for (int threads : {1, 2}) {
+                        p.simd = l;
+                        p.threads = threads;
+                        if (ref != encode(p, x))
+                            fail_msg("scale=%g bits=%d bucket=%u simd=%s threads=%d", scale, bits, bucket,
+                                     simd_name(l), threads);
+                    }
+            }
+    }
+}
+
 void given_encoded_bucket_when_decoding_expect_levels_of_norm(void **) {
     const size_t n = 10000;
     auto x = normal_data(n, 5);
@@ -285,6 +308,7 @@ void given_sizes_when_asking_payload_expect_bits_plus_norms(void **) {
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(given_any_path_and_threads_when_encoding_expect_identical_bytes),
+        cmocka_unit_test(given_tiny_norm_buckets_when_encoding_expect_identical_bytes),
         cmocka_unit_test(given_encoded_bucket_when_decoding_expect_levels_of_norm),
         cmocka_unit_test(given_many_streams_when_quantizing_expect_unbiased),
         cmocka_unit_test(given_many_streams_when_quantizing_expect_variance_bound),

@@ -282,6 +282,32 @@ void given_any_path_and_threads_when_encoding_expect_identical_bytes(void **) {
                     }
 }
 
+/* Scalers below 2^-60 take the prescaled path (t = (|g| 2^64) (2^24 / (s 2^64))); every SIMD
+ * path must write the scalar reference's bytes there as well. */
+void given_tiny_scalers_when_encoding_expect_identical_bytes(void **) {
+    for (double scale : {1e-25, 1e-38}) {
+        auto x = normal_data(40960 + 4099, 41, scale);
+        for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3})
+            for (uint32_t bucket : {0u, 64u, 8192u})
+                for (float clip : {0.0f, 2.5f}) {
+                    CodecParams p = params(variant, bucket, clip);
+                    p.simd = SimdLevel::scalar;
+                    auto ref = encode(p, x);
+                    float s0;
+                    std::memcpy(&s0, ref.data(), 4);
+                    assert_true(s0 > 0 && s0 < 0x1p-60f);
+                    for (SimdLevel l : levels())
+                        for (int threads : {1, 2}) {
+                            p.simd = l;
+                            p.threads = threads;
+                            if (ref != encode(p, x))
+                                fail_msg("scale=%g variant=%d bucket=%u clip=%g simd=%s threads=%d", scale, variant,
+                                         bucket, clip, simd_name(l), threads);
+                        }
+                }
+    }
+}
+
 void given_any_path_and_threads_when_decoding_expect_identical_floats(void **) {
     for (size_t n : {1ul, 7ul, 100ul, 1001ul, 200003ul})
         for (uint8_t variant : {terngrad::kBase4, terngrad::kBase3})
@@ -843,6 +869,7 @@ int main() {
         cmocka_unit_test(given_every_a_and_b_when_deciding_expect_comparison_of_24_bit_uniform),
         cmocka_unit_test(given_simd_draws_and_ties_when_compared_expect_scalar_decisions),
         cmocka_unit_test(given_any_path_and_threads_when_encoding_expect_identical_bytes),
+        cmocka_unit_test(given_tiny_scalers_when_encoding_expect_identical_bytes),
         cmocka_unit_test(given_any_path_and_threads_when_decoding_expect_identical_floats),
         cmocka_unit_test(given_encoded_buffer_when_decoding_expect_only_minus_s_zero_s),
         cmocka_unit_test(given_base3_and_base4_when_decoding_expect_same_values),

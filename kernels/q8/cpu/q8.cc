@@ -11,9 +11,12 @@
  *      y with at most 127 boundaries; the top 16 bits of y (exponent + 7 mantissa bits)
  *      index a table whose entry holds the codes below and above the boundary inside the
  *      bucket (if any) and that boundary's low 16 bits, so
- *         code = (bits(y) & 0xFFFF) > low16 ? hi : lo          (one gather + 6 integer ops)
+ *         code = (bits(y) & 0xFFFF) > low16 ? hi : lo
  *      is an exact float comparison against the boundary. The table is checked at build
- *      time to hold at most one boundary per bucket.
+ *      time to hold at most one boundary per bucket. The SIMD step per 8 codes is one
+ *      gather plus: an unsigned 16-bit max and compare (y's low half <= the boundary's),
+ *      a byte subtract that turns the compare into a vpshufb control selecting byte 3 (lo)
+ *      or byte 2 (hi) of the entry, and the sign merged in.
  * Decode: 256-entry table (magnitude * scale, sign in bit 7). AVX-512 VBMI looks up 64
  * codes at once, one vpermi2b per byte plane of the fp32 result.
  */
@@ -41,13 +44,12 @@
 namespace compmpi::q8 {
 namespace {
 
-/* Bucket key = (bits(y) >> 16) - kKeyOff: 7 mantissa bits per binade, binades 2^-32..2^4
- * (everything below 2^-32 shares bucket 0, which must hold no threshold; y is clamped to
- * kYMax = 16, above every magnitude at scale 1). */
+/* Bucket key = bits(y) >> 16: 7 mantissa bits per binade, every binade from 0 up to 2^4
+ * (y >= 0 is clamped to kYMax = 16, above every magnitude at scale 1), so the key needs no
+ * offset or lower clamp: 67 KiB per type, of which data touches a few binades. */
 constexpr int kKeyShift = 16;
-constexpr int32_t kKeyOff = (127 - 32) << 7;
-constexpr int kLutSize = (36 << 7) + 1; /* key of y = 16.0 is 36 << 7 */
 constexpr float kYMax = 16.0f;
+constexpr int kLutSize = (0x41800000 >> kKeyShift) + 1; /* key of y = 16.0, plus one */
 
 /* How the encoder picks the entry (docs/codecs/q8.md, "Rounding"). */
 enum Rule : uint8_t {
@@ -90,7 +92,7 @@ struct Tables {
     uint32_t thr[kNumTypes][127];
     uint8_t step_code[kNumTypes][128];
     /* bucket table: bits 0..15 low 16 bits of the bucket's threshold (0xFFFF: none), 16..23
-     * code at or below it, 24..31 code above it */
+     * code above it, 24..31 code at or below it */
     uint32_t lut[kNumTypes][kLutSize];
     /* offset types: fp32(10^k) and the largest max-abs that offset k holds */
     float offs[kOffsetMax - kOffsetMin + 1];
@@ -179,17 +181,16 @@ void build_type(Tables &T, int type) {
     T.nthr[type] = nb;
     const uint32_t *tb = T.thr[type];
     for (int key = 0; key < kLutSize; ++key) {
-        uint32_t lo = static_cast<uint32_t>(key + kKeyOff) << kKeyShift, hi = lo | 0xFFFFu;
-        if (key == 0) lo = 0;
+        const uint32_t lo = static_cast<uint32_t>(key) << kKeyShift, hi = lo | 0xFFFFu;
         int base = 0, inside = 0;
         uint32_t low = 0xFFFFu;
         for (int i = 0; i < nb; ++i) {
             if (tb[i] < lo) ++base;
             else if (tb[i] < hi) ++inside, low = tb[i] & 0xFFFFu;
         }
-        if (inside > 1 || (key == 0 && (base || inside))) table_bug("bucket holds more than one threshold", type, key);
+        if (inside > 1) table_bug("bucket holds more than one threshold", type, key);
         const uint32_t clo = T.step_code[type][base], chi = T.step_code[type][base + inside];
-        T.lut[type][key] = chi << 24 | clo << 16 | low;
+        T.lut[type][key] = clo << 24 | chi << 16 | low;
     }
     if (has_offset(type)) {
         float top = 0;
@@ -229,9 +230,8 @@ struct EncCtx {
 
 inline uint8_t code_scalar(uint32_t u, float y, const uint32_t *lut) {
     uint32_t yu = fbits(std::min(y, kYMax));
-    int32_t key = std::max(static_cast<int32_t>(yu >> kKeyShift) - kKeyOff, 0);
-    uint32_t e = lut[key];
-    uint32_t c = (yu & 0xFFFFu) > (e & 0xFFFFu) ? e >> 24 : (e >> 16) & 0xFFu;
+    uint32_t e = lut[yu >> kKeyShift];
+    uint32_t c = (yu & 0xFFFFu) > (e & 0xFFFFu) ? (e >> 16) & 0xFFu : e >> 24;
     return static_cast<uint8_t>(c | ((u >> 24) & 0x80u));
 }
 
@@ -244,16 +244,21 @@ void encode_scalar(const float *in, size_t n, const EncCtx &c, uint8_t *out) {
 }
 
 AVX2 inline __m256i code_avx2(const float *p, __m256 inv, const uint32_t *lut) {
-    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), lo16 = _mm256_set1_epi32(0xFFFF);
-    const __m256i off = _mm256_set1_epi32(kKeyOff), sbit = _mm256_set1_epi32(0x80), lo8 = _mm256_set1_epi32(0xFF);
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), sbit = _mm256_set1_epi32(0x80);
+    /* vpshufb control per entry (dword j of a 128-bit lane): byte 0 selects the entry's byte 2
+     * (4j + 2; + 1 = its byte 3), bytes 1..3 zero the rest */
+    const __m256i ctl = _mm256_setr_epi32(static_cast<int>(0x80808002u), static_cast<int>(0x80808006u),
+                                          static_cast<int>(0x8080800Au), static_cast<int>(0x8080800Eu),
+                                          static_cast<int>(0x80808002u), static_cast<int>(0x80808006u),
+                                          static_cast<int>(0x8080800Au), static_cast<int>(0x8080800Eu));
     __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
     __m256 y = _mm256_min_ps(_mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(u, absm)), inv), _mm256_set1_ps(kYMax));
     __m256i yu = _mm256_castps_si256(y);
-    __m256i key = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(yu, kKeyShift), off), _mm256_setzero_si256());
-    __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int *>(lut), key, 4);
-    /* both sides < 2^16: a signed compare is exact; true = all ones, selects the upper code */
-    __m256i gt = _mm256_cmpgt_epi32(_mm256_and_si256(yu, lo16), _mm256_and_si256(e, lo16));
-    __m256i c = _mm256_blendv_epi8(_mm256_and_si256(_mm256_srli_epi32(e, 16), lo8), _mm256_srli_epi32(e, 24), gt);
+    __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int *>(lut), _mm256_srli_epi32(yu, kKeyShift), 4);
+    /* low halves: all ones where y's <= the boundary's (unsigned); the high halves' result
+     * only lands in control bytes 2..3, which stay >= 0x80 (zero) either way */
+    __m256i le = _mm256_cmpeq_epi16(_mm256_max_epu16(yu, e), e);
+    __m256i c = _mm256_shuffle_epi8(e, _mm256_sub_epi8(ctl, le));
     return _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi32(u, 24), sbit));
 }
 

@@ -99,65 +99,90 @@ CMPI_AVX2 void q_avx2(const float *in, size_t i0, size_t i1, const Scale &sc, co
     for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, st, i);
 }
 
-/* 16 codes (int8 in an xmm) from 16 values (elements e ..) and their draws. */
+/* 16 codes (int8 in an xmm) from 16 values (elements e ..) and their draws, in integers:
+ * R = ceil(r 2^24) holds floor(r) in bits 24.. and C = ceil(t) = ceil((r - floor(r)) 2^24) in
+ * bits 0..23 -- r 2^24 is exact (a power of two; r <= s + ulp < 2^7, so R < 2^31) and
+ * floor(r) 2^24 is an integer -- the same floor and C as q_one computes in floats.
+ * kPre: the tiny-norm prescale (Scale::pre != 1) is applied. */
+template <bool kPre>
 CMPI_AVX512 inline __m128i q16_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a, __m512 vpre,
-                                      __m512 vrs, __m512 vs) {
-    const __m512 two24 = _mm512_set1_ps(kTwo24), one = _mm512_set1_ps(1.0f);
+                                      __m512 vrs, __m512i vs) {
+    const __m512 two24 = _mm512_set1_ps(kTwo24);
     __m512 v = _mm512_loadu_ps(in + e);
-    __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_abs_ps(v), vpre), vrs);
-    __m512 fl = _mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    __m512 t = _mm512_mul_ps(_mm512_sub_ps(r, fl), two24);
-    __mmask16 up = philox::below16_avx512(st, e, a, t);
-    __m512i xi = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_mask_add_ps(fl, up, fl, one), vs));
+    __m512 x = _mm512_abs_ps(v);
+    if constexpr (kPre) x = _mm512_mul_ps(x, vpre);
+    const __m512 r = _mm512_mul_ps(x, vrs);
+    const __m512i R = _mm512_cvt_roundps_epi32(_mm512_mul_ps(r, two24), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    const __mmask16 up = philox::below16c_avx512(st, e, a, _mm512_and_si512(R, _mm512_set1_epi32(0xFFFFFF)));
+    const __m512i fl = _mm512_srli_epi32(R, 24);
+    __m512i xi = _mm512_min_epi32(_mm512_mask_add_epi32(fl, up, fl, _mm512_set1_epi32(1)), vs);
     __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_castps_si512(v), _mm512_setzero_si512());
     xi = _mm512_mask_sub_epi32(xi, neg, _mm512_setzero_si512(), xi);
     return _mm512_cvtepi32_epi8(xi);
 }
 
 /* 64 codes of group e / 64 in one register */
+template <bool kPre>
 CMPI_AVX512 inline __m512i q64_avx512(const float *in, const philox::Stream &st, uint64_t e, const __m512i *a,
-                                      __m512 vpre, __m512 vrs, __m512 vs) {
-    __m512i c = _mm512_castsi128_si512(q16_avx512(in, st, e, a[0], vpre, vrs, vs));
-    c = _mm512_inserti32x4(c, q16_avx512(in, st, e + 16, a[1], vpre, vrs, vs), 1);
-    c = _mm512_inserti32x4(c, q16_avx512(in, st, e + 32, a[2], vpre, vrs, vs), 2);
-    return _mm512_inserti32x4(c, q16_avx512(in, st, e + 48, a[3], vpre, vrs, vs), 3);
+                                      __m512 vpre, __m512 vrs, __m512i vs) {
+    __m512i c = _mm512_castsi128_si512(q16_avx512<kPre>(in, st, e, a[0], vpre, vrs, vs));
+    c = _mm512_inserti32x4(c, q16_avx512<kPre>(in, st, e + 16, a[1], vpre, vrs, vs), 1);
+    c = _mm512_inserti32x4(c, q16_avx512<kPre>(in, st, e + 32, a[2], vpre, vrs, vs), 2);
+    return _mm512_inserti32x4(c, q16_avx512<kPre>(in, st, e + 48, a[3], vpre, vrs, vs), 3);
+}
+
+/* Whole groups from i (a multiple of 64) while i + 64 <= end; returns where it stopped.
+ * b = 0: codes as int8 at out + (e - i0); b > 0: packed b-bit fields at out + e / 8 * b. */
+template <bool kPre, int b>
+CMPI_AVX512 inline size_t q_groups_avx512(const float *in, size_t i, size_t end, const Scale &sc,
+                                          const philox::Stream &st, const philox::KeysAvx512 &keys, uint8_t *out,
+                                          size_t i0) {
+    const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs);
+    const __m512i vs = _mm512_set1_epi32(static_cast<int>(sc.sL));
+    philox::Draws16Avx512 d;
+    for (; i + 64 <= end; i += 64) {
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        const __m512i c = q64_avx512<kPre>(in, st, i, a, vpre, vrs, vs);
+        if constexpr (b == 0)
+            _mm512_storeu_si512(out + (i - i0), c);
+        else
+            fields::pack64_avx512<b>(c, out + i / 8 * b);
+    }
+    return i;
+}
+template <int b>
+CMPI_AVX512 inline size_t q_groups_avx512(const float *in, size_t i, size_t end, const Scale &sc,
+                                          const philox::Stream &st, const philox::KeysAvx512 &keys, uint8_t *out,
+                                          size_t i0) {
+    /* pre = 1 (every norm above 2^-60): x * 1 is x, so skipping the multiply changes no bit */
+    return sc.pre == 1.0f ? q_groups_avx512<false, b>(in, i, end, sc, st, keys, out, i0)
+                          : q_groups_avx512<true, b>(in, i, end, sc, st, keys, out, i0);
 }
 
 CMPI_AVX512 void q_avx512(const float *in, size_t i0, size_t i1, const Scale &sc, const philox::Stream &st,
                           int8_t *codes) {
     size_t i = i0;
     for (; i < i1 && (i & 63); ++i) codes[i - i0] = q_one(in[i], sc, st, i);
-    const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs), vs = _mm512_set1_ps(sc.sL);
     const philox::KeysAvx512 keys = philox::keys_avx512(st);
-    philox::Draws16Avx512 d;
-    for (; i + 64 <= i1; i += 64) {
-        __m512i a[4];
-        philox::draws16_avx512(st, keys, i >> 6, d, a);
-        _mm512_storeu_si512(codes + (i - i0), q64_avx512(in, st, i, a, vpre, vrs, vs));
-    }
+    i = q_groups_avx512<0>(in, i, i1, sc, st, keys, reinterpret_cast<uint8_t *>(codes), i0);
     for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, st, i);
 }
 
 /* AVX-512 block [lo0, hi) straight to the packed fields, each 64-element group stored as it
  * is produced (runs start on groups: one bucket, or B % 64 == 0); the keys once per block.
  * Same bytes as q_run + fields::pack. */
-CMPI_AVX512 void q_block_avx512(const float *in, size_t lo0, size_t hi, size_t B, const float *norm, float sL, int b,
+template <int b>
+CMPI_AVX512 void q_block_avx512(const float *in, size_t lo0, size_t hi, size_t B, const float *norm, float sL,
                                 const philox::Stream &st, uint8_t *codes) {
     const philox::KeysAvx512 keys = philox::keys_avx512(st);
     for (size_t lo = lo0; lo < hi;) {
         const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
         size_t i = lo;
         if (norm[j] > 0) {
-            const Scale sc = make_scale(norm[j], sL);
-            const __m512 vpre = _mm512_set1_ps(sc.pre), vrs = _mm512_set1_ps(sc.rs), vs = _mm512_set1_ps(sc.sL);
-            philox::Draws16Avx512 d;
-            for (; i + 64 <= end; i += 64) {
-                __m512i a[4];
-                philox::draws16_avx512(st, keys, i >> 6, d, a);
-                fields::pack64_avx512(q64_avx512(in, st, i, a, vpre, vrs, vs), b, codes + i / 8 * b);
-            }
+            i = q_groups_avx512<b>(in, i, end, make_scale(norm[j], sL), st, keys, codes, 0);
         } else { /* all-zero bucket */
-            for (; i + 64 <= end; i += 64) fields::pack64_avx512(_mm512_setzero_si512(), b, codes + i / 8 * b);
+            for (; i + 64 <= end; i += 64) fields::pack64_avx512<b>(_mm512_setzero_si512(), codes + i / 8 * b);
         }
         if (i < end) { /* < 64 left */
             alignas(64) int8_t c[64];
@@ -191,7 +216,7 @@ void q_run(const float *in, size_t i0, size_t i1, float N, float sL, const philo
 /* Every b-bit field k (|k| <= 2^(b-1)) times N / s stays finite: decoders reject other norms. */
 inline bool norm_fits(float N, int b) {
     const float step = N / static_cast<float>((1 << (b - 1)) - 1);
-    return std::ldexp(static_cast<double>(step), b - 1) <= FLT_MAX;
+    return static_cast<double>(step) * (1 << (b - 1)) <= FLT_MAX; /* exact: a power of two, in double */
 }
 
 /* ---------------------------------------------------------------- CodecOps */
@@ -241,7 +266,9 @@ Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
         for (size_t k = 0; k < nblocks; ++k) {
             const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
             block_stats(k, lo, hi);
-            q_block_avx512(in, lo, hi, B, norm.data(), sL, b, st, codes);
+            fields::with_width(b, [&](auto w) {
+                q_block_avx512<decltype(w)::value>(in, lo, hi, B, norm.data(), sL, st, codes);
+            });
         }
     } else {
         fields::encode_blocks(

@@ -125,6 +125,7 @@ CMPI_AVX2 void tern_avx2(const float *in, size_t i0, size_t i1, const Thresh &th
 
 /* Masks of the nonzero and of the negative codes of 16 values (elements e ..), given their
  * draws; *bad |= the lanes holding NaN/Inf (exponent all ones; dead code where unread). */
+template <bool kPre = true> /* false: Thresh::pre is 1 and its multiply (an identity) is skipped */
 CMPI_AVX512 inline __mmask16 tern_mask_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a,
                                               __m512 vpre, __m512 vr24, __m512 vcs, __mmask16 *neg,
                                               __mmask16 *bad) {
@@ -132,7 +133,8 @@ CMPI_AVX512 inline __mmask16 tern_mask_avx512(const float *in, const philox::Str
     const __m512i exp = _mm512_set1_epi32(0x7F800000);
     *bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(g), exp), exp);
     __m512 gc = _mm512_min_ps(_mm512_abs_ps(g), vcs);
-    __m512 t = _mm512_mul_ps(_mm512_mul_ps(gc, vpre), vr24);
+    if constexpr (kPre) gc = _mm512_mul_ps(gc, vpre);
+    __m512 t = _mm512_mul_ps(gc, vr24);
     __mmask16 hit = philox::below16_avx512(st, e, a, t);
     *neg = _mm512_mask_cmplt_epi32_mask(hit, _mm512_castps_si512(g), _mm512_setzero_si512());
     return hit;
@@ -176,6 +178,33 @@ CMPI_AVX512_BMI2 inline void base4_store(uint64_t hit, uint64_t neg, uint8_t *ou
         std::memcpy(out, v, bytes);
 }
 
+/* The whole 64-element groups of tern_masks_avx512 from i0; returns where they end. */
+template <bool Base4, bool kPre>
+CMPI_AVX512_BMI2 inline size_t tern_groups_avx512(const float *in, size_t i0, size_t i1, const Thresh &th,
+                                                  const philox::Stream &st, const philox::KeysAvx512 &keys,
+                                                  uint64_t *hit, uint64_t *neg, uint8_t *out, __mmask16 *b) {
+    const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
+    size_t i = i0;
+    philox::Draws16Avx512 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        uint64_t h = 0, m = 0;
+        for (int l = 0; l < 4; ++l) {
+            __mmask16 nl, hl = tern_mask_avx512<kPre>(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &nl, b);
+            h |= static_cast<uint64_t>(hl) << (16 * l);
+            m |= static_cast<uint64_t>(nl) << (16 * l);
+        }
+        if (Base4) {
+            base4_store(h, m, out + i / 4);
+        } else {
+            hit[(i - i0) / 64] = h;
+            neg[(i - i0) / 64] = m;
+        }
+    }
+    return i;
+}
+
 /* Masks of elements [i0, i1) (i0 % 64 == 0). Base4: written straight to out (the byte of
  * element 0), each group as soon as it is known (stores spread among the arithmetic run
  * faster than a burst per sub-block). Else: word w of hit/neg covers i0 + 64w .. +63, bits
@@ -195,26 +224,9 @@ CMPI_AVX512_BMI2 inline void tern_masks_avx512(const float *in, size_t i0, size_
         return;
     }
     const Thresh th = make_thresh(s, cs);
-    const __m512 vpre = _mm512_set1_ps(th.pre), vr24 = _mm512_set1_ps(th.r24), vcs = _mm512_set1_ps(th.cs);
-    size_t i = i0;
-    philox::Draws16Avx512 d;
     __mmask16 b = 0; /* CheckBad: NaN/Inf seen in the same read (no statistics pass before) */
-    for (; i + 64 <= i1; i += 64) {
-        __m512i a[4];
-        philox::draws16_avx512(st, keys, i >> 6, d, a);
-        uint64_t h = 0, m = 0;
-        for (int l = 0; l < 4; ++l) {
-            __mmask16 nl, hl = tern_mask_avx512(in, st, i + 16 * l, a[l], vpre, vr24, vcs, &nl, &b);
-            h |= static_cast<uint64_t>(hl) << (16 * l);
-            m |= static_cast<uint64_t>(nl) << (16 * l);
-        }
-        if (Base4) {
-            base4_store(h, m, out + i / 4);
-        } else {
-            hit[(i - i0) / 64] = h;
-            neg[(i - i0) / 64] = m;
-        }
-    }
+    const size_t i = th.pre == 1.0f ? tern_groups_avx512<Base4, false>(in, i0, i1, th, st, keys, hit, neg, out, &b)
+                                    : tern_groups_avx512<Base4, true>(in, i0, i1, th, st, keys, hit, neg, out, &b);
     if (CheckBad) {
         for (size_t k = i; k < i1; ++k) b |= !std::isfinite(in[k]);
         *bad |= b != 0;
