@@ -4,7 +4,8 @@
  *
  * For every codec in the registry (each bit width for codecs that have several): encode,
  * decode, decode-accumulate and, for codecs with a summing decoder, decode_sum of two
- * payloads (sum2, the collective's decoder) of N MiB of gradient-like fp32, in GB/s of fp32
+ * payloads (sum2, the collective's decoder, with CodecParams::stream_out as the collective
+ * sets it for a result of N MiB) of N MiB of gradient-like fp32, in GB/s of fp32
  * (bytes read or written on the float side), best of R runs, with 1 thread and with T threads
  * (default: all cores), and the ratio to memcpy's GB/s (bytes read) with the same threads.
  * bitpack is also run on each CPU path (scalar, AVX2, AVX-512). */
@@ -89,6 +90,8 @@ void run(const CodecOps &c, CodecParams p, const std::vector<float> &x, std::vec
     if (c.decode_sum) { /* the collective's decoder: two contributions summed into the result */
         const uint8_t *in[2] = {blob.data(), blob.data()};
         const size_t lens[2] = {len, len};
+        /* as the collective calls it: streaming stores allowed for a result this large */
+        p.stream_out = g_n * sizeof(float) >= stream_store_min_bytes();
         double ts = best_seconds([&] { c.decode_sum(in, lens, 2, g_n, p, y.data()); });
         std::printf("  %7.2f %5.2fx", gb / ts, gb / ts / mcpy);
     }

@@ -72,6 +72,10 @@ struct CodecParams {
     /* >= 0: the scale CodecOps::whole_scale returned for the whole contribution this encode
      * is a segment of (the caller checked it finite); encode uses it instead of its own */
     float fixed_scale = -1;
+    /* decode side: the caller's whole output (the collective's result, of which this call
+     * may write a segment) is at least stream_store_min_bytes() in host memory, so decoders
+     * may write it with non-temporal stores (terngrad's paired decode does); same values */
+    bool stream_out = false;
     SimdLevel simd = SimdLevel::scalar;
     int threads = 1;
 };

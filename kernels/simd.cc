@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -123,6 +126,31 @@ int simd_upper_state() {
 #else
     return -1;
 #endif
+}
+
+namespace {
+/* The last-level cache one core sees: sysfs's index3 of cpu0 (the size of one instance);
+ * sysconf's _SC_LEVEL3_CACHE_SIZE can report the sum over all instances (here 320 MiB on a
+ * VM whose cores share one 32 MiB L3). 0 if unknown. */
+unsigned long l3_bytes() {
+    if (FILE *f = std::fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r")) {
+        unsigned long v = 0;
+        char unit = 0;
+        const int got = std::fscanf(f, "%lu%c", &v, &unit);
+        std::fclose(f);
+        if (got >= 1 && v > 0) return unit == 'M' ? v << 20 : unit == 'K' ? v << 10 : v;
+    }
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<unsigned long>(l3) : 0;
+}
+}  // namespace
+
+unsigned long stream_store_min_bytes() {
+    static const unsigned long v = [] {
+        const unsigned long l3 = l3_bytes();
+        return (l3 ? l3 : 32ul << 20) / 4 * 3;
+    }();
+    return v;
 }
 
 int kernel_threads() { return g_threads.load(std::memory_order_relaxed); }

@@ -33,6 +33,12 @@ void simd_upper_clean();
  * -1 where the CPU cannot report it (no XGETBV with ECX = 1). For tests. */
 int simd_upper_state();
 
+/* Output size (bytes) from which a decoder's results are better written with non-temporal
+ * stores: 3/4 of the last-level cache (sysconf; 32 MiB when unknown), the rule glibc's
+ * memcpy uses. Output that large leaves the cache before anyone reads it again, and
+ * streaming stores skip the read-for-ownership of every line (CodecParams::stream_out). */
+unsigned long stream_store_min_bytes();
+
 /* OpenMP threads codec kernels may use on this rank (set once at init from hwloc). */
 int kernel_threads();
 void kernel_threads_set(int n);

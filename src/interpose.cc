@@ -207,6 +207,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     auto exact = [&]() { return run_exact(a, st, m); };
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
+    plan.params.stream_out = !m && result_n * sizeof(float) >= stream_store_min_bytes();
     CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
     if (COMPMPI_FAULT_ON()) fault_call_begin(coll_name(a.kind)); /* test-only (src/fault.h) */
 

@@ -270,7 +270,17 @@ inline void pair2_table(float s0, float s1, float tab[16]) {
     }
 }
 
-/* out[i] = f0_i s0 + f1_i s1 for i in [i0, i1) of two 2-bit streams. */
+template <bool NT>
+CMPI_AVX512 inline void store_pair2_avx512(float *o, __m512 v) {
+    if constexpr (NT)
+        _mm512_stream_ps(o, v);
+    else
+        _mm512_storeu_ps(o, v);
+}
+
+/* out[i] = f0_i s0 + f1_i s1 for i in [i0, i1) of two 2-bit streams. NT: non-temporal
+ * stores (the caller checked out + i0 is 16-byte aligned; a scalar head reaches 64). */
+template <bool NT>
 CMPI_AVX512 inline void unpack_pair2_avx512(const uint8_t *c0, size_t av0, const uint8_t *c1, size_t av1, size_t i0,
                                             size_t i1, float s0, float s1, float *out) {
     alignas(64) float tab[16];
@@ -279,7 +289,8 @@ CMPI_AVX512 inline void unpack_pair2_avx512(const uint8_t *c0, size_t av0, const
         return static_cast<unsigned>(field(c0, av0, 2, i) & 3) | static_cast<unsigned>(field(c1, av1, 2, i) & 3) << 2;
     };
     size_t i = i0;
-    for (; i < i1 && (i & 7); ++i) out[i] = tab[pair(i)];
+    /* fields start on a byte (i % 4 == 0); streaming stores need 64-byte aligned output */
+    for (; i < i1 && ((i & 3) || (NT && (reinterpret_cast<uintptr_t>(out + i) & 63))); ++i) out[i] = tab[pair(i)];
     const __m512i spread = _mm512_loadu_si512(kSpread[2].data()), shift = _mm512_loadu_si512(kShift[2].data());
     const __m512i three = _mm512_set1_epi8(3);
     const __m512 vtab = _mm512_load_ps(tab);
@@ -289,11 +300,12 @@ CMPI_AVX512 inline void unpack_pair2_avx512(const uint8_t *c0, size_t av0, const
         const __m512i f1 = _mm512_and_si512(_mm512_multishift_epi64_epi8(shift, _mm512_permutexvar_epi8(spread, r1)), three);
         const __m512i idx = _mm512_or_si512(f0, _mm512_slli_epi16(f1, 2)); /* bytes 0..15: no carry across bytes */
         float *o = out + i;
-        _mm512_storeu_ps(o, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(idx)), vtab));
-        _mm512_storeu_ps(o + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 1)), vtab));
-        _mm512_storeu_ps(o + 32, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 2)), vtab));
-        _mm512_storeu_ps(o + 48, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 3)), vtab));
+        store_pair2_avx512<NT>(o, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(idx)), vtab));
+        store_pair2_avx512<NT>(o + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 1)), vtab));
+        store_pair2_avx512<NT>(o + 32, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 2)), vtab));
+        store_pair2_avx512<NT>(o + 48, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx, 3)), vtab));
     }
+    if constexpr (NT) _mm_sfence(); /* ordered before any later store, and seen by other cores */
     for (; i < i1; ++i) out[i] = tab[pair(i)];
 }
 
@@ -313,11 +325,15 @@ inline void decode(const uint8_t *codes, size_t avail, size_t n, int b, const fl
  * decode(payload p, add) for each later p, but block by block, so a block of out is summed
  * while it is in cache and written to memory once. */
 inline void decode_sum(const uint8_t *const *codes, const size_t *avail, int cnt, size_t n, int b,
-                       const float *const *steps, size_t B, float *out, SimdLevel lvl, int threads) {
+                       const float *const *steps, size_t B, float *out, SimdLevel lvl, int threads,
+                       bool stream = false) {
     if (lvl > simd_detect()) lvl = simd_detect();
     if (B == 0 || B > n) B = n;
-    /* 2-bit fields (terngrad base4, qsgd bits 2), AVX-512: payloads 0 and 1 in one pass */
+    /* 2-bit fields (terngrad base4, qsgd bits 2), AVX-512: payloads 0 and 1 in one pass;
+     * stream (CodecParams::stream_out): with non-temporal stores where the output is
+     * 16-byte aligned and no later payload adds to it */
     const bool pair2 = b == 2 && cnt >= 2 && lvl == SimdLevel::avx512;
+    const bool nt = pair2 && stream && cnt == 2 && (reinterpret_cast<uintptr_t>(out) & 15) == 0;
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
     for (size_t k = 0; k < nblocks; ++k) {
@@ -326,7 +342,12 @@ inline void decode_sum(const uint8_t *const *codes, const size_t *avail, int cnt
         if (pair2) {
             for (size_t r = lo; r < hi;) {
                 const size_t j = r / B, end = std::min(hi, (j + 1) * B);
-                unpack_pair2_avx512(codes[0], avail[0], codes[1], avail[1], r, end, steps[0][j], steps[1][j], out);
+                if (nt)
+                    unpack_pair2_avx512<true>(codes[0], avail[0], codes[1], avail[1], r, end, steps[0][j], steps[1][j],
+                                              out);
+                else
+                    unpack_pair2_avx512<false>(codes[0], avail[0], codes[1], avail[1], r, end, steps[0][j],
+                                               steps[1][j], out);
                 r = end;
             }
             p = 2;

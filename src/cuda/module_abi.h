@@ -25,8 +25,9 @@
 
 namespace compmpi {
 
-inline constexpr uint32_t kCudaModuleAbi = 4; /* 2: error-feedback residuals in device memory; 3: CodecOps::decode_sum;
-                                                4: CodecOps::whole_scale, CodecParams::fixed_scale */
+inline constexpr uint32_t kCudaModuleAbi = 5; /* 2: error-feedback residuals in device memory; 3: CodecOps::decode_sum;
+                                                4: CodecOps::whole_scale, CodecParams::fixed_scale;
+                                                5: CodecParams::stream_out */
 
 /* The symbol the core resolves; the module exports nothing else. */
 #define COMPMPI_CUDA_MODULE_SYMBOL "compmpi_cuda_module_v1"

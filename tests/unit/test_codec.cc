@@ -156,6 +156,21 @@ void given_payloads_when_decode_sum_expect_bits_of_decode_then_adds(void **) {
                                 fail_msg("%s bits %d variant %d bucket %d simd %d threads %d: decode_sum of %d payloads differs",
                                          c->name, bits, v, bucket, l, t, cnt);
                             ++checked;
+                            /* stream_out (non-temporal stores where the decoder has them): the
+                             * same bits, at any alignment of out, nothing written past n */
+                            if (cnt != 2) continue;
+                            for (size_t off : {0ul, 1ul, 4ul, 13ul}) {
+                                std::vector<float> sgot(n + off + 1, 7.0f);
+                                CodecParams ps = p;
+                                ps.stream_out = true;
+                                assert_int_equal(
+                                    static_cast<int>(c->decode_sum(ptr.data(), len.data(), cnt, n, ps, sgot.data() + off)),
+                                    0);
+                                if (!testutil::same_bytes(want.data(), sgot.data() + off, n * 4) || sgot[n + off] != 7.0f)
+                                    fail_msg("%s bits %d variant %d simd %d threads %d: streamed decode_sum at offset %zu differs",
+                                             c->name, bits, v, l, t, off);
+                                for (size_t i = 0; i < off; ++i) assert_true(sgot[i] == 7.0f);
+                            }
                         }
                         /* a payload one byte short: refused, out untouched */
                         std::vector<float> out(n, 7.0f);

@@ -328,7 +328,7 @@ Status qs_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_
         steps[k] = step[k].data();
     }
     fields::decode_sum(codes.data(), avail.data(), cnt, n, p.bits, steps.data(), p.param, out,
-                       std::min(p.simd, simd_detect()), p.threads);
+                       std::min(p.simd, simd_detect()), p.threads, p.stream_out);
     return Status::ok;
 }
 

@@ -799,7 +799,7 @@ Status tg_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_
     const SimdLevel lvl = std::min(p.simd, simd_detect());
     if (p.variant != kBase3) {
         fields::decode_sum(codes.data(), avail.data(), cnt, n, p.variant == kBase4 ? 2 : p.bits, steps.data(), p.param,
-                           out, lvl, p.threads);
+                           out, lvl, p.threads, p.stream_out);
         return Status::ok;
     }
     const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
