@@ -75,7 +75,8 @@ Status encode(const float *in, size_t n, int type, uint8_t *out, SimdLevel lvl, 
 Status encode_offset(const float *in, size_t n, int type, int k, uint8_t *out, SimdLevel lvl, int threads);
 /* out = the sum of cnt payloads decoded, in index order (the bits of decode + decode(add)),
  * block by block; every payload checked before out is written. */
-Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *out, SimdLevel lvl, int threads);
+Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *out, SimdLevel lvl, int threads,
+                  bool stream = false); /* stream: non-temporal stores of the result (CodecParams::stream_out) */
 /* Decode a payload of kScaleBytes + n bytes into out (or add into it); corrupt if the
  * scale is not valid for the type (nothing is written then). */
 Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdLevel lvl, int threads);

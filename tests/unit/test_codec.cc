@@ -158,7 +158,7 @@ void given_payloads_when_decode_sum_expect_bits_of_decode_then_adds(void **) {
                             ++checked;
                             /* stream_out (non-temporal stores where the decoder has them): the
                              * same bits, at any alignment of out, nothing written past n */
-                            if (cnt != 2) continue;
+                            if (cnt < 2) continue;
                             for (size_t off : {0ul, 1ul, 4ul, 13ul}) {
                                 std::vector<float> sgot(n + off + 1, 7.0f);
                                 CodecParams ps = p;

@@ -305,11 +305,17 @@ AVX512 inline void store_dec_avx512(float *p, __m512i v, bool add) {
     if (add) f = _mm512_add_ps(_mm512_loadu_ps(p), f);
     _mm512_storeu_ps(p, f);
 }
+/* p = acc + v with a non-temporal store (p 64-byte aligned) */
+AVX512 inline void stream_dec_avx512(float *p, const float *acc, __m512i v) {
+    _mm512_stream_ps(p, _mm512_add_ps(_mm512_loadu_ps(acc), _mm512_castsi512_ps(v)));
+}
 
 /* 64 codes per step. The byte unpacks below work inside 128-bit lanes, so the codes are
  * first permuted (P[16L + 4q + r] = c[16q + 4L + r]) to make unpack result q hold floats
- * 16q..16q+15 in order. */
-AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add) {
+ * 16q..16q+15 in order. NT: out[i] = acc[i] + value with non-temporal stores (out 64-byte
+ * aligned; the last payload of a streamed sum); else out[i] (+)= value. */
+template <bool NT>
+AVX512 void decode_avx512_t(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add, const float *acc) {
     alignas(64) uint8_t pidx[64];
     for (int L = 0; L < 4; ++L)
         for (int q = 0; q < 4; ++q)
@@ -328,12 +334,29 @@ AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *o
         b3 = _mm512_ternarylogic_epi32(b3, c, sbit, 0xF8); /* b3 | (c & 0x80) */
         __m512i w01l = _mm512_unpacklo_epi8(b0, b1), w01h = _mm512_unpackhi_epi8(b0, b1);
         __m512i w23l = _mm512_unpacklo_epi8(b2, b3), w23h = _mm512_unpackhi_epi8(b2, b3);
-        store_dec_avx512(out + i, _mm512_unpacklo_epi16(w01l, w23l), add);
-        store_dec_avx512(out + i + 16, _mm512_unpackhi_epi16(w01l, w23l), add);
-        store_dec_avx512(out + i + 32, _mm512_unpacklo_epi16(w01h, w23h), add);
-        store_dec_avx512(out + i + 48, _mm512_unpackhi_epi16(w01h, w23h), add);
+        const __m512i v0 = _mm512_unpacklo_epi16(w01l, w23l), v1 = _mm512_unpackhi_epi16(w01l, w23l);
+        const __m512i v2 = _mm512_unpacklo_epi16(w01h, w23h), v3 = _mm512_unpackhi_epi16(w01h, w23h);
+        if constexpr (NT) {
+            stream_dec_avx512(out + i, acc + i, v0);
+            stream_dec_avx512(out + i + 16, acc + i + 16, v1);
+            stream_dec_avx512(out + i + 32, acc + i + 32, v2);
+            stream_dec_avx512(out + i + 48, acc + i + 48, v3);
+        } else {
+            store_dec_avx512(out + i, v0, add);
+            store_dec_avx512(out + i + 16, v1, add);
+            store_dec_avx512(out + i + 32, v2, add);
+            store_dec_avx512(out + i + 48, v3, add);
+        }
     }
-    decode_scalar(in + i, n - i, d, out + i, add);
+    if constexpr (NT) {
+        _mm_sfence();
+        for (; i < n; ++i) out[i] = acc[i] + bitsf(d.tab[in[i]]);
+    } else {
+        decode_scalar(in + i, n - i, d, out + i, add);
+    }
+}
+AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add) {
+    decode_avx512_t<false>(in, n, d, out, add, nullptr);
 }
 
 /* ---------------------------------------------------------------- dispatch + OpenMP */
@@ -478,16 +501,35 @@ Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdL
     return Status::ok;
 }
 
-Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *out, SimdLevel lvl, int threads) {
+Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *out, SimdLevel lvl, int threads,
+                  bool stream) {
     if (cnt < 1) return Status::invalid_arg;
     std::vector<DecCtx> d(static_cast<size_t>(cnt));
     for (int k = 0; k < cnt; ++k) CMPI_CHECK(dec_ctx(in[k], type, &d[k]));
     if (lvl > simd_detect()) lvl = simd_detect();
+    /* stream: payloads 0..cnt-2 summed into a block of scratch (in L2), the last one added
+     * from there into out with non-temporal stores: out is written once and never read, so
+     * no read-for-ownership of its lines. The additions are the same, in the same order. */
+    const bool nt = stream && cnt >= 2 && lvl == SimdLevel::avx512 && (reinterpret_cast<uintptr_t>(out) & 3) == 0;
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
     for (size_t b = 0; b < nblocks; ++b) {
         size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        for (int k = 0; k < cnt; ++k) decode_block(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
+        if (!nt) {
+            for (int k = 0; k < cnt; ++k) decode_block(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
+            continue;
+        }
+        static thread_local std::vector<float> acc; /* one block, grow-only */
+        if (acc.size() < kBlock) acc.resize(kBlock);
+        for (int k = 0; k + 1 < cnt; ++k) decode_block(in[k] + kScaleBytes + lo, len, d[k], acc.data(), k > 0, lvl);
+        /* a scalar head up to out's next 64-byte boundary, then 64 codes per step */
+        const uint8_t *last = in[cnt - 1] + kScaleBytes + lo;
+        const DecCtx &dl = d[static_cast<size_t>(cnt - 1)];
+        float *o = out + lo;
+        size_t h = (64 - (reinterpret_cast<uintptr_t>(o) & 63)) / 4 % 16;
+        h = std::min(h, len);
+        for (size_t i = 0; i < h; ++i) o[i] = acc[i] + bitsf(dl.tab[last[i]]);
+        decode_avx512_t<true>(last + h, len - h, dl, o + h, true, acc.data() + h);
     }
     return Status::ok;
 }
@@ -511,7 +553,7 @@ Status q8_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_
     if (q8_check(p) != Status::ok) return Status::corrupt;
     for (int k = 0; k < cnt; ++k)
         if (len[k] != kScaleBytes + n || len[k] < n) return Status::corrupt;
-    return decode_sum(in, cnt, n, p.variant, out, p.simd, p.threads);
+    return decode_sum(in, cnt, n, p.variant, out, p.simd, p.threads, p.stream_out);
 }
 Status q8_whole_scale(const float *in, size_t n, const CodecParams &p, float *scale) {
     CMPI_CHECK(q8_check(p));
