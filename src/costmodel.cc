@@ -14,9 +14,15 @@ namespace {
 
 /* Per (collective, class) counters; doubles kept as nanoseconds in integers so they can be
  * atomics without a lock. */
+/* Per decided call, log2(predicted / measured) in bins of 1/16 (4.4%) over [-4, 4); the
+ * end bins take everything beyond. Their median is the model's error for a typical call,
+ * which a few slow calls (a descheduled rank on a shared VM) do not move as they move the
+ * mean. */
+inline constexpr int kErrBins = 128, kErrPerOctave = 16;
 struct ClassStats {
     std::atomic<uint64_t> comp{0}, plain{0}, explore{0};
     std::atomic<uint64_t> ns_pred{0}, ns_meas{0};   /* decided calls only */
+    std::atomic<uint64_t> err_bin[kErrBins] = {};
 };
 ClassStats g_cls[static_cast<int>(Coll::count_)][kCostClasses];
 
@@ -98,21 +104,29 @@ void cost_stats_add(Coll kind, size_t bytes, CostDecision d, double predicted_s,
     (d == CostDecision::compress ? s.comp : s.plain)++;
     s.ns_pred += static_cast<uint64_t>(predicted_s * 1e9);
     s.ns_meas += static_cast<uint64_t>(measured_s * 1e9);
+    if (predicted_s > 0 && measured_s > 0) {
+        const double b = std::floor(std::log2(predicted_s / measured_s) * kErrPerOctave) + kErrBins / 2;
+        s.err_bin[static_cast<int>(std::clamp(b, 0.0, kErrBins - 1.0))].fetch_add(1, std::memory_order_relaxed);
+    }
 }
 
 void cost_stats_reset() {
     for (auto &row : g_cls)
-        for (ClassStats &s : row) s.comp = s.plain = s.explore = s.ns_pred = s.ns_meas = 0;
+        for (ClassStats &s : row) {
+            s.comp = s.plain = s.explore = s.ns_pred = s.ns_meas = 0;
+            for (auto &b : s.err_bin) b = 0;
+        }
 }
 
 void cost_stats_report(MPI_Comm world) {
-    constexpr int nc = static_cast<int>(Coll::count_), kF = 5;
+    constexpr int nc = static_cast<int>(Coll::count_), kF = 5 + kErrBins;
     static uint64_t local[nc][kCostClasses][kF], sum[nc][kCostClasses][kF];
     for (int c = 0; c < nc; ++c)
         for (int k = 0; k < kCostClasses; ++k) {
             const ClassStats &s = g_cls[c][k];
-            uint64_t v[kF] = {s.comp, s.plain, s.explore, s.ns_pred, s.ns_meas};
-            for (int f = 0; f < kF; ++f) local[c][k][f] = v[f];
+            uint64_t v[5] = {s.comp, s.plain, s.explore, s.ns_pred, s.ns_meas};
+            for (int f = 0; f < 5; ++f) local[c][k][f] = v[f];
+            for (int f = 0; f < kErrBins; ++f) local[c][k][5 + f] = s.err_bin[f].load(std::memory_order_relaxed);
         }
     int rank = 0, size = 1;
     PMPI_Comm_rank(world, &rank);
@@ -128,6 +142,15 @@ void cost_stats_report(MPI_Comm world) {
             const double calls = static_cast<double>(decided) / size;
             const double pred = v[3] * 1e-9 / size, meas = v[4] * 1e-9 / size;
             const double err = meas > 0 ? (pred - meas) / meas : 0;
+            /* the median call's predicted / measured, at its bin's centre */
+            uint64_t n_err = 0, acc = 0;
+            for (int f = 0; f < kErrBins; ++f) n_err += v[5 + f];
+            double med = 0;
+            for (int f = 0; f < kErrBins && n_err; ++f)
+                if ((acc += v[5 + f]) * 2 >= n_err) {
+                    med = std::exp2((f - kErrBins / 2 + 0.5) / kErrPerOctave) - 1;
+                    break;
+                }
             char cls[32];
             const double b = std::ldexp(1.0, k);
             if (b >= 1 << 20) std::snprintf(cls, sizeof cls, "%gMiB", b / (1 << 20));
@@ -135,10 +158,10 @@ void cost_stats_report(MPI_Comm world) {
             else std::snprintf(cls, sizeof cls, "%gB", b);
             std::fprintf(stderr,
                          "compmpi-stats-model: coll=%s class=%s compressed=%llu exact=%llu explored=%llu "
-                         "predicted_s=%.6f measured_s=%.6f model_error=%+.1f%%\n",
+                         "predicted_s=%.6f measured_s=%.6f model_error=%+.1f%% median_error=%+.1f%%\n",
                          coll_name(static_cast<Coll>(c)), cls, (unsigned long long)(v[0] / size),
                          (unsigned long long)(v[1] / size), (unsigned long long)(v[2] / size), pred, meas,
-                         calls > 0 ? 100.0 * err : 0.0);
+                         calls > 0 ? 100.0 * err : 0.0, 100.0 * med);
         }
     std::fflush(stderr);
 }
