@@ -18,6 +18,7 @@
 #include "mpi_family.h"
 #include "nonblocking.h"
 #include "policy.h"
+#include "qsgd/qsgd.h"
 #include "runtime.h"
 #include "state.h"
 #include "stats.h"
@@ -214,15 +215,18 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs;
      * residuals are host vectors, so device buffers go without (docs/gpu.md) */
     std::vector<float> *residual = nullptr;
-    if (a.kind == Coll::allreduce && st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) && !m) {
+    /* error feedback where it can work: a lossy codec, and for qsgd a variance bound below 1
+     * (settings report error_feedback as having no effect otherwise) */
+    const bool ef_on = st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) &&
+                       (plan.codec->id != CodecId::qsgd || qsgd::variance_bound(plan.params.bits, plan.params.param) < 1);
+    if (a.kind == Coll::allreduce && ef_on && !m) {
         residual = state_ef_residual(st, key, n); /* caps: src/state.h */
         c.ef_res = residual->data();
         c.ef_new = state_ef_scratch(st, n);
     }
     /* device buffers on the device backend: residuals in device memory, owned by the
      * module's context (docs/gpu.md); none if they cannot be allocated */
-    const bool dev_ef = a.kind == Coll::allreduce && st.settings.error_feedback &&
-                        !(plan.codec->flags & CODEC_LOSSLESS) && m && st.gpu_ctx && be_ctx == st.gpu_ctx;
+    const bool dev_ef = a.kind == Coll::allreduce && ef_on && m && st.gpu_ctx && be_ctx == st.gpu_ctx;
     if (dev_ef) {
         float *next = nullptr;
         if (const float *r = m->ef_residual(be_ctx, key, n, &next)) c.ef_res = r, c.ef_new = next;

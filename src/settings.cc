@@ -9,6 +9,7 @@
 #include <string>
 
 #include "codec.h"
+#include "qsgd/qsgd.h"
 
 extern char **environ;
 
@@ -377,6 +378,21 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     if (id == SettingId::seed && !(c->flags & CODEC_STOCHASTIC)) return no("codec " + cname + " is not stochastic");
     if (id == SettingId::error_feedback && s.error_feedback && (c->flags & CODEC_LOSSLESS))
         return no("codec " + cname + " is lossless: there is no error to feed back");
+    if (id == SettingId::error_feedback && s.error_feedback && c->id == CodecId::qsgd) {
+        const int b = s.bits ? static_cast<int>(s.bits) : c->bits_default;
+        const double w = qsgd::variance_bound(b, static_cast<uint64_t>(s.qsgd_bucket));
+        if (!(w < 1)) {
+            char bound[48] = "no bound independent of the buffer";
+            if (!std::isinf(w)) std::snprintf(bound, sizeof bound, "%.2f", w);
+            char m[384];
+            std::snprintf(m, sizeof m,
+                          "qsgd at bits=%d, qsgd_bucket=%lld has a variance bound (QSGD Lemma 3.1) of %s x ||v||^2; "
+                          "feedback needs it below 1 (a contraction) and would amplify the error, and qsgd is "
+                          "unbiased without it (below 1: bits >= 6 with qsgd_bucket=512)",
+                          b, static_cast<long long>(s.qsgd_bucket), bound);
+            return no(m);
+        }
+    }
     if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE))
         return no("only the dense allreduce is pipelined; codec " + cname + " takes the sparse path");
     if (id == SettingId::allreduce_algorithm && (c->flags & CODEC_SPARSE))

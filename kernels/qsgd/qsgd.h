@@ -21,4 +21,16 @@ namespace compmpi::qsgd {
 /* Bucket the policy uses when no bucket is configured (the paper's 512). */
 inline constexpr uint32_t kDefaultBucket = 512;
 
+/* The paper's variance bound (Lemma 3.1): E||Q(v) - v||^2 <= omega ||v||^2 with
+ * omega = min(d / s^2, sqrt(d) / s) for a bucket of d elements, s = 2^(bits-1) - 1.
+ * bucket 0 (one norm per buffer) has no bound independent of the buffer: +inf.
+ * Error feedback needs omega < 1 (a contraction: the residual stays bounded); at the
+ * default 4 bits and bucket 512 omega = 3.2, and feedback diverges (docs/codecs/qsgd.md). */
+inline double variance_bound(int bits, uint64_t bucket) {
+    if (bucket == 0 || bits < 2) return __builtin_inf();
+    const double d = static_cast<double>(bucket), s = static_cast<double>((1 << (bits - 1)) - 1);
+    const double a = d / (s * s), b = __builtin_sqrt(d) / s;
+    return a < b ? a : b;
+}
+
 }  // namespace compmpi::qsgd

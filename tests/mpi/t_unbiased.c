@@ -149,12 +149,17 @@ static void run(const char *spec, size_t n, int T) {
  * sum -- the residual carries what clipping, ternarisation or 8-bit rounding dropped -- while
  * without feedback it keeps the codec's bias (terngrad: clipping; q8: deterministic rounding).
  * Returns the relative l2 error of the mean of T calls. */
-static double ef_mean_error(const char *codec, unsigned bucket, int feedback, size_t n, int T) {
+static double ef_mean_error(const char *codec, unsigned bucket, int bits, int feedback, size_t n, int T) {
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     compmpi_comm_set(c, "codec", codec);
     compmpi_comm_set(c, "policy", "static");
     compmpi_comm_set(c, "min_bytes", "0");
+    if (bits) {
+        char b[16];
+        snprintf(b, sizeof b, "%d", bits);
+        MT_CHECK(compmpi_comm_set(c, "bits", b) == MPI_SUCCESS, "bits");
+    }
     if (bucket) {
         char b[32];
         snprintf(b, sizeof b, "%u", bucket);
@@ -184,14 +189,18 @@ static double ef_mean_error(const char *codec, unsigned bucket, int feedback, si
 static void run_ef(const char *spec, size_t n, int T) {
     char codec[32] = {0};
     unsigned bucket = 0;
+    int bits = 0;
     if (sscanf(spec, "terngrad_bucket=%u", &bucket) == 1) strcpy(codec, "terngrad");
+    else if (sscanf(spec, "qsgd_bits=%d", &bits) == 1) strcpy(codec, "qsgd");
     else snprintf(codec, sizeof codec, "%s", spec);
-    const double plain = ef_mean_error(codec, bucket, 0, n, T), ef = ef_mean_error(codec, bucket, 1, n, T);
+    const double plain = ef_mean_error(codec, bucket, bits, 0, n, T), ef = ef_mean_error(codec, bucket, bits, 1, n, T);
     if (R == 0)
         printf("ef:%-17s P=%d relative error of the mean of %d calls vs the exact sum: without feedback %.4f, "
                "with %.4f\n", spec, P, T, plain, ef);
     if (strcmp(codec, "q8") == 0) /* deterministic rounding: feedback removes its bias */
         MT_CHECK(ef < plain / 4, "%s: feedback did not remove the bias: %.4f vs %.4f", spec, ef, plain);
+    else if (strcmp(codec, "qsgd") == 0 && bits < 6) /* variance bound >= 1: feedback has no effect (it diverged: 25x) */
+        MT_CHECK(ef < 1.5 * plain, "%s: feedback should have no effect, mean error %.4f vs %.4f", spec, ef, plain);
     else /* unbiased noise dominates both means; feedback must not make it worse */
         MT_CHECK(ef < plain, "%s: feedback made the mean worse: %.4f vs %.4f", spec, ef, plain);
 }

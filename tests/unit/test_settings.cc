@@ -228,6 +228,10 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
         {{{"codec", "q8"}, {"awp_step", "16"}}, "awp_step", "no adjustable width"},
         {{{"codec", "fp16"}, {"policy", "awp"}}, "policy", "runs as static"},
         {{{"codec", "sparse"}, {"error_feedback", "1"}}, "error_feedback", "lossless"},
+        {{{"codec", "qsgd"}, {"error_feedback", "1"}}, "error_feedback", "variance bound (QSGD Lemma 3.1) of 3.23"},
+        {{{"codec", "qsgd"}, {"bits", "5"}, {"error_feedback", "1"}}, "error_feedback", "of 1.51"},
+        {{{"codec", "qsgd"}, {"bits", "8"}, {"qsgd_bucket", "0"}, {"error_feedback", "1"}}, "error_feedback",
+         "no bound independent of the buffer"},
         {{{"codec", "topk"}, {"chunk_bytes", "64K"}}, "chunk_bytes", "sparse path"},
         {{{"hierarchy", "off"}, {"node_size", "2"}}, "node_size", "hierarchy is off"},
         {{{"codec", "none"}, {"bits", "16"}}, "bits", "compression is off"},
@@ -256,6 +260,11 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
     assert_false(why.inapplicable[static_cast<int>(SettingId::seed)]);
     assert_int_equal(static_cast<int>(settings_resolve({}, {}, layer({{"awp_interval", "3"}}), &s, &why, &err)), 0);
     assert_false(why.inapplicable[static_cast<int>(SettingId::awp_interval)]);
+    /* qsgd at 6 bits, bucket 512: bound 0.53, a contraction */
+    assert_int_equal(static_cast<int>(settings_resolve(
+                         {}, {}, layer({{"codec", "qsgd"}, {"bits", "6"}, {"error_feedback", "1"}}), &s, &why, &err)),
+                     0);
+    assert_false(why.inapplicable[static_cast<int>(SettingId::error_feedback)]);
 }
 
 void given_refused_combinations_when_resolving_expect_errors_with_sources(void **) {
