@@ -307,7 +307,8 @@ CMPI_AVX512 inline void draws16_avx512(const Stream &s, const KeysAvx512 &k, uin
     for (int l = 0; l < 4; ++l) a[l] = (q & 1) ? _mm512_srli_epi32(w[l], 16) : _mm512_and_si512(w[l], lo16);
 }
 
-/* [u24 < t] of 16 elements e .. e + 15 with draws a, given C = ceil(t) (0 <= C <= 2^24). */
+/* [u24 < t] of 16 elements e .. e + 15 with draws a, given C = ceil(t) as the SIMD conversion
+ * gives it (t >= 2^24 or NaN: see the note above below8_avx2). */
 CMPI_AVX512 inline __mmask16 below16c_avx512(const Stream &s, uint64_t e, __m512i a, __m512i C) {
     const __m512i A = _mm512_srli_epi32(C, 8);
     __mmask16 hit = _mm512_cmplt_epi32_mask(a, A);
@@ -322,16 +323,7 @@ CMPI_AVX512 inline __mmask16 below16c_avx512(const Stream &s, uint64_t e, __m512
 
 /* [u24 < t] of 16 elements e .. e + 15 with draws a. */
 CMPI_AVX512 inline __mmask16 below16_avx512(const Stream &s, uint64_t e, __m512i a, __m512 t) {
-    const __m512i C = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-    const __m512i A = _mm512_srli_epi32(C, 8);
-    __mmask16 hit = _mm512_cmplt_epi32_mask(a, A);
-    const __mmask16 tie = _mm512_cmpeq_epi32_mask(a, A);
-    if (__builtin_expect(tie != 0, 0)) {
-        alignas(64) uint32_t c[16];
-        _mm512_store_si512(c, C);
-        hit = static_cast<__mmask16>(hit | refine_lanes(s, e, tie, c));
-    }
-    return hit;
+    return below16c_avx512(s, e, a, _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC));
 }
 
 }  // namespace compmpi::philox
