@@ -599,6 +599,18 @@ COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, in
     return nb_start(args_bcast(buffer, count, datatype, root, comm, false), Coll::ibcast, request, run_nb);
 }
 
+COMPMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                             MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return nb_start(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
+                    Coll::ireduce_scatter_block, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return nb_start(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
+                    Coll::ireduce_scatter, request, run_nb);
+}
+
 #if MPI_VERSION >= 4
 /* ---- persistent collectives (MPI-4) and the request calls that must know them ---- */
 
@@ -619,6 +631,20 @@ COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype
                                   MPI_Request *request) {
     return nb_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info, request,
                               run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                                 MPI_Request *request) {
+    return nb_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
+                              Coll::reduce_scatter_block_init, info, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                           MPI_Request *request) {
+    return nb_persistent_init(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
+                              Coll::reduce_scatter_init, info, request, run_nb);
 }
 
 COMPMPI_EXPORT int MPI_Start(MPI_Request *request) {
@@ -749,5 +775,20 @@ COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype data
                                 MPI_Request *request) {
     if (nb_large(Coll::ibcast, count)) return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
     return nb_start(args_bcast(buffer, count, datatype, root, comm, true), Coll::ibcast, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    if (nb_large(Coll::ireduce_scatter_block, recvcount))
+        return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    return nb_start(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
+                    Coll::ireduce_scatter_block, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    /* the blocks' counts; the total above INT_MAX is the eligibility table's (count_above_int_max) */
+    return nb_start(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
+                    Coll::ireduce_scatter, request, run_nb);
 }
 #endif

@@ -28,8 +28,24 @@ static_assert(static_cast<int>(Coll::allreduce_init) == coll_kind::allreduce_ini
                   static_cast<int>(Coll::allgather_init) == coll_kind::allgather_init &&
                   static_cast<int>(Coll::bcast_init) == coll_kind::bcast_init,
               "a Coll's value is its bit in the collectives setting");
+static_assert(static_cast<int>(Coll::ireduce_scatter_block) == coll_kind::ireduce_scatter_block &&
+                  static_cast<int>(Coll::ireduce_scatter) == coll_kind::ireduce_scatter &&
+                  static_cast<int>(Coll::reduce_scatter_block_init) == coll_kind::reduce_scatter_block_init &&
+                  static_cast<int>(Coll::reduce_scatter_init) == coll_kind::reduce_scatter_init,
+              "a Coll's value is its bit in the collectives setting");
 
 namespace {
+
+/* MPI_(I)reduce_scatter's recvcounts array, owned by the operation: the progress thread
+ * reads it after the call returned, so the user's array is copied at issue (P entries). */
+struct OwnedCounts {
+    std::vector<int> c;
+    std::vector<MPI_Count> c_large;
+    void take(CollArgs &a, int P) {
+        if (a.recvcounts) c.assign(a.recvcounts, a.recvcounts + P), a.recvcounts = c.data();
+        if (a.recvcounts_c) c_large.assign(a.recvcounts_c, a.recvcounts_c + P), a.recvcounts_c = c_large.data();
+    }
+};
 
 /* One non-blocking operation. Shared by the progress thread and the generalized request
  * (whose free_fn may run before or after the thread is done with it). */
@@ -41,6 +57,7 @@ struct NbOp {
     int rc = MPI_SUCCESS;
     CommState *own = nullptr;       /* persistent: the request's own state (else the channel's) */
     std::shared_ptr<void> keep;     /* keeps `own` alive while the operation runs */
+    OwnedCounts counts;             /* reduce_scatter: a.recvcounts points here */
 };
 
 /* The progress channel of one user communicator: its private duplicate and a FIFO served by
@@ -193,6 +210,15 @@ int passthrough_nb(const CollArgs &a, MPI_Request *req) {
             return PMPI_Iallgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                    static_cast<int>(a.recvcount), a.recvtype, a.comm, req);
         case Coll::bcast: return PMPI_Ibcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, req);
+        case Coll::reduce_scatter_block:
+            return PMPI_Ireduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op,
+                                              a.comm, req);
+        case Coll::reduce_scatter:
+#ifdef HAVE_MPI_LARGE_COUNT
+            if (a.recvcounts_c)
+                return PMPI_Ireduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm, req);
+#endif
+            return PMPI_Ireduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, req);
         default: return MPI_ERR_INTERN;
     }
 }
@@ -246,6 +272,7 @@ int nb_reason(const CollArgs &a, Coll entry, CommState &st) {
 struct PersistReq {
     CollArgs a{};
     Coll entry = Coll::allreduce_init;
+    OwnedCounts counts; /* reduce_scatter: a.recvcounts points here for the request's life */
     NbChannel *ch = nullptr;
     std::unique_ptr<CommState> st; /* plan inputs, workspaces, awp and error feedback of this request */
     MPI_Request active = MPI_REQUEST_NULL;
@@ -305,6 +332,12 @@ int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *reque
                                            static_cast<int>(a.recvcount), a.recvtype, a.comm, info, request);
             case Coll::bcast:
                 return PMPI_Bcast_init(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, info, request);
+            case Coll::reduce_scatter_block:
+                return PMPI_Reduce_scatter_block_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype,
+                                                      a.op, a.comm, info, request);
+            case Coll::reduce_scatter:
+                return PMPI_Reduce_scatter_init(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, info,
+                                                request);
             default: return MPI_ERR_INTERN;
         }
     };
@@ -327,6 +360,7 @@ int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *reque
                      * error-feedback tables, its own workspaces) */
                     pr = std::make_shared<PersistReq>();
                     pr->a = a;
+                    pr->counts.take(pr->a, st->size);
                     pr->entry = entry;
                     pr->st = std::make_unique<CommState>();
                     pr->st->rank = st->rank;
@@ -452,6 +486,7 @@ int nb_start(CollArgs a, Coll entry, MPI_Request *request, NbRunFn run) noexcept
                 if (reason < 0) {
                     op = std::make_shared<NbOp>();
                     op->a = a;
+                    op->counts.take(op->a, st->size);
                     op->entry = entry;
                     op->settings = st->settings;
                 }

@@ -89,6 +89,10 @@ inline constexpr int allgather_init = enum_value(SettingId::collectives, "allgat
 inline constexpr int bcast_init = enum_value(SettingId::collectives, "bcast_init");
 inline constexpr int reduce_scatter_block = enum_value(SettingId::collectives, "reduce_scatter_block");
 inline constexpr int reduce_scatter = enum_value(SettingId::collectives, "reduce_scatter");
+inline constexpr int ireduce_scatter_block = enum_value(SettingId::collectives, "ireduce_scatter_block");
+inline constexpr int ireduce_scatter = enum_value(SettingId::collectives, "ireduce_scatter");
+inline constexpr int reduce_scatter_block_init = enum_value(SettingId::collectives, "reduce_scatter_block_init");
+inline constexpr int reduce_scatter_init = enum_value(SettingId::collectives, "reduce_scatter_init");
 }  // namespace coll_kind
 
 using setting_ENUM = int32_t;   /* index into allowed */

@@ -32,6 +32,10 @@ const char *coll_name(Coll c) {
         case Coll::bcast_init: return "bcast_init";
         case Coll::reduce_scatter_block: return "reduce_scatter_block";
         case Coll::reduce_scatter: return "reduce_scatter";
+        case Coll::ireduce_scatter_block: return "ireduce_scatter_block";
+        case Coll::ireduce_scatter: return "ireduce_scatter";
+        case Coll::reduce_scatter_block_init: return "reduce_scatter_block_init";
+        case Coll::reduce_scatter_init: return "reduce_scatter_init";
         default: return "?";
     }
 }

@@ -17,7 +17,8 @@ namespace compmpi {
  * same order as the `collectives` setting's list, so a kind's bit is its value. */
 enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, iallreduce = 3, iallgather = 4, ibcast = 5,
                       allreduce_init = 6, allgather_init = 7, bcast_init = 8,
-                      reduce_scatter_block = 9, reduce_scatter = 10, count_ };
+                      reduce_scatter_block = 9, reduce_scatter = 10, ireduce_scatter_block = 11, ireduce_scatter = 12,
+                      reduce_scatter_block_init = 13, reduce_scatter_init = 14, count_ };
 const char *coll_name(Coll c);
 
 /* Reasons a call passes through; the eligibility table (src/eligibility.cc) names them. */

@@ -8,7 +8,10 @@
  *   - non-float data (double, int) and other ops (MPI_MAX): MPI's result bit for bit;
  *   - below min_bytes: MPI's result bit for bit;
  *   - MPICH's MPIX_C_FLOAT16 bcast / allgather: MPI's bits (passed through);
- *   - MPI-4: MPI_Iallreduce_c, MPI_Iallgather_c, MPI_Ibcast_c give the int forms' bits.
+ *   - MPI-4: MPI_Iallreduce_c, MPI_Iallgather_c, MPI_Ibcast_c give the int forms' bits;
+ *   - MPI_Ireduce_scatter_block / MPI_Ireduce_scatter (and with MPI-4 their _c and persistent
+ *     forms): the blocking call's bits at a static width, MPI's with --all-exact, the
+ *     tolerance otherwise; the recvcounts array may be reused as soon as the call returns.
  * Arguments:
  *   tol=X      normwise: |y - exact|_2 <= X |exact|_2 for every compressed block (with
  *              stochastic: over the whole reduced vector, all ranks' blocks together);
@@ -80,6 +83,64 @@ static void fill(float *x, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; ++i) x[i] = xval(seed, rank, i);
 }
 
+/* A non-blocking or persistent form's result yn against the blocking call's y (MPI's z):
+ * bits=B (static width, deterministic) the same bits as the blocking call; --all-exact
+ * MPI's bits; stochastic codecs and tol= runs the tolerance (each call draws its own random
+ * numbers, awp may pick another width); always the same on every rank where deterministic. */
+static void check_nb(const char *what, uint64_t seed, const float *yn, const float *y, const float *z, size_t off,
+                     size_t count) {
+    if (all_exact) MT_CHECK(memcmp(yn, z, count * 4) == 0, "%s: differs from MPI's result", what);
+    else if (bits) MT_CHECK(memcmp(yn, y, count * 4) == 0, "%s: differs from the blocking call", what);
+    else check_block(what, seed, yn, z, off, count);
+}
+
+/* MPI_Ireduce_scatter_block / MPI_Ireduce_scatter (counts != NULL) and, with MPI-4, their
+ * _c and persistent forms (two MPI_Start rounds each): compressed like the blocking call
+ * (the progress thread runs the same algorithm), checked by check_nb. The counts array is
+ * overwritten right after the non-blocking call returns: the library keeps its own copy. */
+static void test_nb_forms(const float *x, size_t b, const int *counts, uint64_t seed, const float *y, const float *z,
+                          size_t off, size_t cr) {
+    float *yn = malloc(cr * 4 + 4);
+    MPI_Request rq;
+    int *cw = NULL;
+    if (counts) {
+        cw = malloc(sizeof(int) * (size_t)size);
+        memcpy(cw, counts, sizeof(int) * (size_t)size);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s non-blocking", counts ? "vector" : "block");
+    if (counts) {
+        MPI_Ireduce_scatter(x, yn, cw, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq);
+        for (int j = 0; j < size; ++j) cw[j] = -1; /* the user may reuse the array: our copy is used */
+    } else {
+        MPI_Ireduce_scatter_block(x, yn, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq);
+    }
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    check_nb(what, seed, yn, y, z, off, cr);
+    if (cw) memcpy(cw, counts, sizeof(int) * (size_t)size);
+#if MPI_VERSION >= 4
+    snprintf(what, sizeof what, "%s non-blocking _c", counts ? "vector" : "block");
+    MPI_Count *cc = malloc(sizeof(MPI_Count) * (size_t)size);
+    for (int j = 0; j < size; ++j) cc[j] = counts ? counts[j] : (MPI_Count)b;
+    if (counts) MPI_Ireduce_scatter_c(x, yn, cc, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq);
+    else MPI_Ireduce_scatter_block_c(x, yn, (MPI_Count)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    check_nb(what, seed, yn, y, z, off, cr);
+    free(cc);
+    if (counts) MPI_Reduce_scatter_init(x, yn, cw, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    else MPI_Reduce_scatter_block_init(x, yn, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    for (int t = 0; t < 2; ++t) {
+        memset(yn, 0xFF, cr * 4); /* NaN: a run that writes nothing is seen */
+        MPI_Start(&rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        snprintf(what, sizeof what, "%s persistent, start %d", counts ? "vector" : "block", t);
+        check_nb(what, seed, yn, y, z, off, cr);
+    }
+    MPI_Request_free(&rq);
+#endif
+    free(yn), free(cw);
+}
+
 /* Block form: b floats per rank. */
 static void test_block(size_t b, uint64_t seed) {
     const size_t n = b * (size_t)size;
@@ -117,6 +178,8 @@ static void test_block(size_t b, uint64_t seed) {
     else MT_CHECK(memcmp(yc, y, b * 4) == 0, "block %zu: the _c form differs", b);
     free(yc);
 #endif
+    test_nb_forms(x, b, NULL, seed, y, z, b * (size_t)rank, b);
+    MT_CHECK(memcmp(x, keep, n * 4) == 0, "block %zu: send buffer written by a non-blocking form", b);
     free(x), free(keep), free(y), free(z), free(inpl);
 }
 
@@ -151,6 +214,8 @@ static void test_vector(const int *counts, uint64_t seed) {
     else MT_CHECK(memcmp(yc, y, cr * 4) == 0, "vector: the _c form differs");
     free(yc), free(cc);
 #endif
+    test_nb_forms(x, 0, counts, seed, y, z, off, cr);
+    MT_CHECK(memcmp(x, keep, n * 4) == 0, "vector: send buffer written by a non-blocking form");
     free(x), free(keep), free(y), free(z), free(inpl);
 }
 

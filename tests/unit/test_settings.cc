@@ -28,7 +28,9 @@ void given_defaults_when_validating_expect_ok(void **) {
                                   (1u << coll_kind::iallreduce) | (1u << coll_kind::iallgather) | (1u << coll_kind::ibcast) |
                                   (1u << coll_kind::allreduce_init) | (1u << coll_kind::allgather_init) |
                                   (1u << coll_kind::bcast_init) | (1u << coll_kind::reduce_scatter_block) |
-                                  (1u << coll_kind::reduce_scatter)));
+                                  (1u << coll_kind::reduce_scatter) | (1u << coll_kind::ireduce_scatter_block) |
+                                  (1u << coll_kind::ireduce_scatter) | (1u << coll_kind::reduce_scatter_block_init) |
+                                  (1u << coll_kind::reduce_scatter_init)));
 }
 
 void given_all_key_spellings_when_looking_up_expect_same_setting(void **) {
