@@ -787,7 +787,8 @@ COMPMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbu
 
 COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-    /* the blocks' counts; the total above INT_MAX is the eligibility table's (count_above_int_max) */
+    /* MPI_Count blocks: the progress thread runs what MPI_Reduce_scatter_c runs (its
+     * large-count rules); not eligible: PMPI_Ireduce_scatter_c */
     return nb_start(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
                     Coll::ireduce_scatter, request, run_nb);
 }
