@@ -130,8 +130,10 @@ CMPI_AVX512 inline void seg_avx512(const float *x, size_t n, bool moments, Momen
             __m512d d1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
             s0 = _mm512_add_pd(s0, d0);
             s1 = _mm512_add_pd(s1, d1);
-            q0 = _mm512_add_pd(q0, _mm512_mul_pd(d0, d0));
-            q1 = _mm512_add_pd(q1, _mm512_mul_pd(d1, d1));
+            /* d * d is exact in double (24-bit significands, no overflow or underflow): one
+             * rounding either way, so the fused form gives the bits of add(q, mul(d, d)) */
+            q0 = _mm512_fmadd_pd(d0, d0, q0);
+            q1 = _mm512_fmadd_pd(d1, d1, q1);
         }
     }
     alignas(64) double sa[16], qa[16];
@@ -198,8 +200,8 @@ CMPI_AVX512 inline void sumsq_seg_avx512(const float *x, size_t n, double *sumsq
         __m512 v = _mm512_loadu_ps(x + i);
         __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
         __m512d d1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        q0 = _mm512_add_pd(q0, _mm512_mul_pd(d0, d0));
-        q1 = _mm512_add_pd(q1, _mm512_mul_pd(d1, d1));
+        q0 = _mm512_fmadd_pd(d0, d0, q0); /* exact product: the bits of add(q, mul(d, d)) */
+        q1 = _mm512_fmadd_pd(d1, d1, q1);
     }
     alignas(64) double sa[16] = {}, qa[16];
     _mm512_store_pd(qa, q0);
