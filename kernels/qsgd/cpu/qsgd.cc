@@ -99,13 +99,13 @@ CMPI_AVX2 void q_avx2(const float *in, size_t i0, size_t i1, const Scale &sc, co
     for (; i < i1; ++i) codes[i - i0] = q_one(in[i], sc, st, i);
 }
 
-/* 16 codes (int8 in an xmm) from 16 values (elements e ..) and their draws, in integers:
+/* 16 codes (int32 lanes, |code| <= 127) from 16 values (elements e ..) and their draws, in integers:
  * R = ceil(r 2^24) holds floor(r) in bits 24.. and C = ceil(t) = ceil((r - floor(r)) 2^24) in
  * bits 0..23 -- r 2^24 is exact (a power of two; r <= s + ulp < 2^7, so R < 2^31) and
  * floor(r) 2^24 is an integer -- the same floor and C as q_one computes in floats.
  * kPre: the tiny-norm prescale (Scale::pre != 1) is applied. */
 template <bool kPre>
-CMPI_AVX512 inline __m128i q16_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a, __m512 vpre,
+CMPI_AVX512 inline __m512i q16_avx512(const float *in, const philox::Stream &st, uint64_t e, __m512i a, __m512 vpre,
                                       __m512 vrs, __m512i vs) {
     const __m512 two24 = _mm512_set1_ps(kTwo24);
     __m512 v = _mm512_loadu_ps(in + e);
@@ -117,18 +117,23 @@ CMPI_AVX512 inline __m128i q16_avx512(const float *in, const philox::Stream &st,
     const __m512i fl = _mm512_srli_epi32(R, 24);
     __m512i xi = _mm512_min_epi32(_mm512_mask_add_epi32(fl, up, fl, _mm512_set1_epi32(1)), vs);
     __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_castps_si512(v), _mm512_setzero_si512());
-    xi = _mm512_mask_sub_epi32(xi, neg, _mm512_setzero_si512(), xi);
-    return _mm512_cvtepi32_epi8(xi);
+    return _mm512_mask_sub_epi32(xi, neg, _mm512_setzero_si512(), xi);
 }
 
-/* 64 codes of group e / 64 in one register */
+/* 64 codes of group e / 64 in one register, as int8 in element order. The saturating packs
+ * (exact: |code| <= 127) work inside 128-bit lanes, so lane L holds the 4-byte runs
+ * c0[4L..], c1[4L..], c2[4L..], c3[4L..]; one dword permute (a 4 x 4 transpose) puts run
+ * (k, L) at 4k + L. 4 operations instead of 4 vpmovdb and 3 inserts. */
 template <bool kPre>
 CMPI_AVX512 inline __m512i q64_avx512(const float *in, const philox::Stream &st, uint64_t e, const __m512i *a,
                                       __m512 vpre, __m512 vrs, __m512i vs) {
-    __m512i c = _mm512_castsi128_si512(q16_avx512<kPre>(in, st, e, a[0], vpre, vrs, vs));
-    c = _mm512_inserti32x4(c, q16_avx512<kPre>(in, st, e + 16, a[1], vpre, vrs, vs), 1);
-    c = _mm512_inserti32x4(c, q16_avx512<kPre>(in, st, e + 32, a[2], vpre, vrs, vs), 2);
-    return _mm512_inserti32x4(c, q16_avx512<kPre>(in, st, e + 48, a[3], vpre, vrs, vs), 3);
+    const __m512i c0 = q16_avx512<kPre>(in, st, e, a[0], vpre, vrs, vs);
+    const __m512i c1 = q16_avx512<kPre>(in, st, e + 16, a[1], vpre, vrs, vs);
+    const __m512i c2 = q16_avx512<kPre>(in, st, e + 32, a[2], vpre, vrs, vs);
+    const __m512i c3 = q16_avx512<kPre>(in, st, e + 48, a[3], vpre, vrs, vs);
+    const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(c0, c1), _mm512_packs_epi32(c2, c3));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_epi32(idx, b);
 }
 
 /* Whole groups from i (a multiple of 64) while i + 64 <= end; returns where it stopped.
