@@ -12,13 +12,13 @@ namespace compmpi {
 
 namespace {
 
-/* Per (collective, class) counters; doubles kept as nanoseconds in integers so they can be
- * atomics without a lock. */
 /* Per decided call, log2(predicted / measured) in bins of 1/16 (4.4%) over [-4, 4); the
  * end bins take everything beyond. Their median is the model's error for a typical call,
  * which a few slow calls (a descheduled rank on a shared VM) do not move as they move the
  * mean. */
 inline constexpr int kErrBins = 128, kErrPerOctave = 16;
+/* Per (collective, class) counters; doubles kept as nanoseconds in integers so they can be
+ * atomics without a lock. */
 struct ClassStats {
     std::atomic<uint64_t> comp{0}, plain{0}, explore{0};
     std::atomic<uint64_t> ns_pred{0}, ns_meas{0};   /* decided calls only */
