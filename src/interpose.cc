@@ -792,4 +792,49 @@ COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, con
     return nb_start(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
                     Coll::ireduce_scatter, request, run_nb);
 }
+
+/* Persistent large-count forms: like MPI_Allreduce_init & co. up to INT_MAX elements (the
+ * user's handle is a never-started PMPI_*_init_c request); above it PMPI_*_init_c. */
+COMPMPI_EXPORT int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                        MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+    if (nb_large(Coll::allreduce_init, count))
+        return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return nb_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true), Coll::allreduce_init,
+                              info, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                        MPI_Info info, MPI_Request *request) {
+    if (nb_large(Coll::allgather_init, sendcount, recvcount))
+        return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return nb_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
+                              Coll::allgather_init, info, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                                    MPI_Info info, MPI_Request *request) {
+    if (nb_large(Coll::bcast_init, count))
+        return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+    return nb_persistent_init(args_bcast(buffer, count, datatype, root, comm, true), Coll::bcast_init, info, request,
+                              run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                                   MPI_Request *request) {
+    if (nb_large(Coll::reduce_scatter_block_init, recvcount))
+        return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    return nb_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
+                              Coll::reduce_scatter_block_init, info, request, run_nb);
+}
+
+COMPMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                             MPI_Request *request) {
+    /* MPI_Count blocks: each run is what MPI_Reduce_scatter_c runs; not eligible:
+     * PMPI_Reduce_scatter_init_c */
+    return nb_persistent_init(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
+                              Coll::reduce_scatter_init, info, request, run_nb);
+}
 #endif

@@ -323,6 +323,23 @@ int start_one(MPI_Request *req) {
 #if MPI_VERSION >= 4
 int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *request, NbRunFn run) noexcept {
     const auto pass = [&]() {
+#ifdef HAVE_MPI_LARGE_COUNT
+        if (a.large_count) switch (a.kind) {
+                case Coll::allreduce:
+                    return PMPI_Allreduce_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, info, request);
+                case Coll::allgather:
+                    return PMPI_Allgather_init_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype,
+                                                 a.comm, info, request);
+                case Coll::bcast: return PMPI_Bcast_init_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, info, request);
+                case Coll::reduce_scatter_block:
+                    return PMPI_Reduce_scatter_block_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm,
+                                                            info, request);
+                case Coll::reduce_scatter:
+                    return PMPI_Reduce_scatter_init_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm,
+                                                      info, request);
+                default: return MPI_ERR_INTERN;
+            }
+#endif
         switch (a.kind) {
             case Coll::allreduce:
                 return PMPI_Allreduce_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm,

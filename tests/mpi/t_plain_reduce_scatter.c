@@ -8,10 +8,12 @@
  *   - non-float data (double, int) and other ops (MPI_MAX): MPI's result bit for bit;
  *   - below min_bytes: MPI's result bit for bit;
  *   - MPICH's MPIX_C_FLOAT16 bcast / allgather: MPI's bits (passed through);
- *   - MPI-4: MPI_Iallreduce_c, MPI_Iallgather_c, MPI_Ibcast_c give the int forms' bits;
+ *   - MPI-4: MPI_Iallreduce_c, MPI_Iallgather_c, MPI_Ibcast_c and the persistent
+ *     MPI_Allreduce_init_c, MPI_Allgather_init_c, MPI_Bcast_init_c give the int forms' bits;
  *   - MPI_Ireduce_scatter_block / MPI_Ireduce_scatter (and with MPI-4 their _c and persistent
- *     forms): the blocking call's bits at a static width, MPI's with --all-exact, the
- *     tolerance otherwise; the recvcounts array may be reused as soon as the call returns.
+ *     forms, MPI_Reduce_scatter*_init_c included): the blocking call's bits at a static
+ *     width, MPI's with --all-exact, the tolerance otherwise; the recvcounts array may be
+ *     reused as soon as the call returns.
  * Arguments:
  *   tol=X      normwise: |y - exact|_2 <= X |exact|_2 for every compressed block (with
  *              stochastic: over the whole reduced vector, all ranks' blocks together);
@@ -126,7 +128,6 @@ static void test_nb_forms(const float *x, size_t b, const int *counts, uint64_t 
     else MPI_Ireduce_scatter_block_c(x, yn, (MPI_Count)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq);
     MPI_Wait(&rq, MPI_STATUS_IGNORE);
     check_nb(what, seed, yn, y, z, off, cr);
-    free(cc);
     if (counts) MPI_Reduce_scatter_init(x, yn, cw, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
     else MPI_Reduce_scatter_block_init(x, yn, (int)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
     for (int t = 0; t < 2; ++t) {
@@ -137,6 +138,19 @@ static void test_nb_forms(const float *x, size_t b, const int *counts, uint64_t 
         check_nb(what, seed, yn, y, z, off, cr);
     }
     MPI_Request_free(&rq);
+    /* the persistent _c forms: compressed like the int forms */
+    if (counts) MPI_Reduce_scatter_init_c(x, yn, cc, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    else MPI_Reduce_scatter_block_init_c(x, yn, (MPI_Count)b, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+    for (int j = 0; j < size; ++j) cc[j] = -1; /* our copy is used */
+    for (int t = 0; t < 2; ++t) {
+        memset(yn, 0xFF, cr * 4);
+        MPI_Start(&rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        snprintf(what, sizeof what, "%s persistent _c, start %d", counts ? "vector" : "block", t);
+        check_nb(what, seed, yn, y, z, off, cr);
+    }
+    MPI_Request_free(&rq);
+    free(cc);
 #endif
     free(yn), free(cw);
 }
@@ -343,6 +357,41 @@ static void test_nb_c(void) {
     MPI_Waitall(2, rq, sts);
     MT_CHECK(memcmp(a, b, n * 4) == 0, "MPI_Ibcast_c differs from MPI_Ibcast");
     MT_CHECK(rank != 0 || memcmp(a, x, n * 4) == 0, "MPI_Ibcast_c: the root's buffer was written");
+    /* the persistent _c forms against the non-blocking int forms (b), two starts each */
+    MPI_Request pr[3];
+    MPI_Status st3[3];
+    float *c = malloc(n * 4 * (size_t)size), *g = malloc(n * 4 * (size_t)size), *bc = malloc(n * 4);
+    MPI_Allreduce_init_c(x, a, (MPI_Count)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[0]);
+    MPI_Allgather_init_c(x, (MPI_Count)n, MPI_FLOAT, c, (MPI_Count)n, MPI_FLOAT, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[1]);
+    MPI_Bcast_init_c(bc, (MPI_Count)n, MPI_FLOAT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &pr[2]);
+    MPI_Iallreduce(x, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &rq[0]);
+    MPI_Iallgather(x, (int)n, MPI_FLOAT, g, (int)n, MPI_FLOAT, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitall(2, rq, sts);
+    if (all_exact) {
+        PMPI_Allreduce(x, b, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        PMPI_Allgather(x, (int)n, MPI_FLOAT, g, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+    }
+    for (int t = 0; t < 2; ++t) {
+        memset(a, 0xFF, n * 4);
+        memset(c, 0xFF, n * 4 * (size_t)size);
+        if (rank == 0) memcpy(bc, x, n * 4);
+        else memset(bc, 0xFF, n * 4);
+        MPI_Startall(3, pr);
+        MPI_Waitall(3, pr, st3);
+        MT_CHECK(memcmp(a, b, n * 4) == 0, "MPI_Allreduce_init_c start %d differs from MPI_Iallreduce", t);
+        /* --all-exact: MPICH 4.0.2's own persistent allgather copies the caller's block into
+         * the result at its first start only: a later start leaves that block stale */
+        if (!all_exact || t == 0)
+            MT_CHECK(memcmp(c, g, n * 4 * (size_t)size) == 0,
+                     "MPI_Allgather_init_c start %d differs from MPI_Iallgather", t);
+        memcpy(b + n, x, n * 4); /* scratch: the root's data as the int-form bcast delivers it */
+        if (all_exact) PMPI_Bcast(b + n, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        else MPI_Bcast(b + n, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        MT_CHECK(memcmp(bc, b + n, n * 4) == 0, "MPI_Bcast_init_c start %d differs from MPI_Bcast", t);
+        MT_CHECK(rank != 0 || memcmp(bc, x, n * 4) == 0, "MPI_Bcast_init_c: the root's buffer was written");
+    }
+    for (int i = 0; i < 3; ++i) MPI_Request_free(&pr[i]);
+    free(c), free(g), free(bc);
     free(x), free(a), free(b);
 #endif
 }
