@@ -80,6 +80,10 @@ static_assert(static_cast<int>(Coll::reduce_scatter_block) == coll_kind::reduce_
                   static_cast<int>(Coll::reduce_scatter) == coll_kind::reduce_scatter,
               "a Coll's value is its bit in the collectives setting");
 bool codec_on(const CollArgs &, const CommState &st) { return st.settings.codec != static_cast<int>(CodecId::none); }
+/* fft_topk only where its transforms were probed alike on every rank (state_agree_fft) */
+bool fft_alike(const CollArgs &, const CommState &st) {
+    return st.settings.codec != static_cast<int>(CodecId::fft_topk) || st.fft > 0;
+}
 bool big_enough(const CollArgs &a, const CommState &st) {
     return static_cast<uint64_t>(coll_elements(a)) * sizeof(float) >= st.settings.min_bytes;
 }
@@ -102,6 +106,7 @@ const StateEntry kState[] = {
     {"settings_mismatch", agreed},
     {"collective_disabled", coll_enabled},
     {"codec_none", codec_on},
+    {"fft_ranks_differ", fft_alike},
     {"below_min_bytes", big_enough},
     {"invalid_root", valid_root},
 };

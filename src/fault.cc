@@ -32,7 +32,7 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error"};
+constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error", "fft_differ"};
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -47,10 +47,10 @@ bool parse(const char *text, Spec *s, std::string *err) {
         pos = end + 1;
         if (first) {
             first = false;
-            for (int k = 1; k < 4; ++k)
+            for (int k = 1; k < 5; ++k)
                 if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
             if (s->kind == FaultKind::none) {
-                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error)";
+                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error, fft_differ)";
                 return false;
             }
             continue;
@@ -78,6 +78,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
             return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
         }
     }
+    if (s->kind == FaultKind::fft_differ) have_call = true, s->call = 0; /* the first probe */
     if (!have_rank || !have_call) return *err = "rank= and call= are required", false;
     return true;
 }
@@ -124,6 +125,10 @@ bool fault_fire(FaultKind kind, FaultWhere where) {
     if (call < g_spec.call || world_rank() != g_spec.rank) return false;
     g_fired = true;
     g_fault_armed.store(0, std::memory_order_relaxed);
+    if (kind == FaultKind::fft_differ) {
+        log_warn("COMPMPI_FAULT (test-only): injected fft_differ: this rank's fft_topk probe hash is changed");
+        return true;
+    }
     log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",
              kKinds[static_cast<int>(kind)], kind == FaultKind::mpi_error ? " in PMPI " : "",
              kind == FaultKind::mpi_error ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call),

@@ -10,6 +10,9 @@
  *                   (the call itself runs, so no peer is left inside it); W names which:
  *                   alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather,
  *                   wait, any (default any)
+ *     fft_differ    rank R's fft_topk probe hash (state_agree_fft) is changed, as if its CPU
+ *                   or FFTW build differed from the others' (call= not needed: it fires at
+ *                   the first probe)
  *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
  *   call that entered a compressed algorithm, all communicators together). The fault fires
  *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
@@ -24,7 +27,7 @@
 
 namespace compmpi {
 
-enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error };
+enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */

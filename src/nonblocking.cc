@@ -383,6 +383,7 @@ int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *reque
                     pr->st->rank = st->rank;
                     pr->st->size = st->size;
                     pr->st->inter = st->inter;
+                    pr->st->fft = st->fft;
                     pr->st->settings = st->settings;
                     pr->st->settings.cost_model = cost_model_kind::off;
                 }

@@ -105,6 +105,7 @@ void runtime_init() {
     }
     CommState *world = state_get(MPI_COMM_WORLD);
     if (world && state_agree(MPI_COMM_WORLD, world, "MPI_Init") == Status::mismatch) state_set_env_mismatch();
+    if (world) state_set_env_fft(world->fft); /* (probed there where the environment chose fft_topk) */
     if (rank == 0) state_warn_inapplicable(env_layer(), SettingSource::env, SettingLayer{}, SettingLayer{}, "MPI_Init");
     if (s.print_config && rank == 0) {
         Settings r;

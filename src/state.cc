@@ -6,6 +6,8 @@
 #include <new>
 #include <vector>
 
+#include "fault.h"
+#include "fft_topk/fft_topk.h"
 #include "log.h"
 #include "mpi_family.h"
 #include "policy.h"
@@ -19,6 +21,7 @@ Settings g_settings{};
 SettingLayer g_env;
 std::mutex g_create_mu;
 bool g_env_mismatch = false; /* serialises first-use creation of a communicator's state */
+int g_env_fft = 0;           /* the world's fft probe at MPI_Init (CommState::fft) */
 
 int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
     const CommState *old = static_cast<const CommState *>(in);
@@ -33,6 +36,7 @@ int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
         n->hint_layer = old->hint_layer;
         n->settings = old->settings;
         n->mismatch = old->mismatch;
+        n->fft = old->fft;
     }
     *static_cast<void **>(out) = n;
     *flag = 1;
@@ -82,6 +86,7 @@ uint8_t *Buffer::get(size_t bytes) {
 }
 
 void state_set_env_mismatch() { g_env_mismatch = true; }
+void state_set_env_fft(int verdict) { g_env_fft = verdict; }
 
 std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n, size_t max_bytes) {
     const BufferKey k{reinterpret_cast<uintptr_t>(key), n};
@@ -159,6 +164,7 @@ CommState *state_get(MPI_Comm comm) {
     PMPI_Comm_size(comm, &st->size);
     st->settings = g_settings;
     st->mismatch = g_env_mismatch;
+    st->fft = g_env_fft;
     if (PMPI_Comm_set_attr(comm, g_keyval, st.get()) != MPI_SUCCESS) return nullptr;
     return st.release();
 }
@@ -174,6 +180,13 @@ Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer
 }
 
 namespace {
+/* Collective over comm: whether every rank holds h (false, with *rc, if MPI fails). */
+bool all_hold(MPI_Comm comm, uint64_t h, int *rc) {
+    uint64_t v[2] = {h, ~h}, r[2];
+    *rc = PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm);
+    return *rc == MPI_SUCCESS && r[0] == h && r[1] == ~h;
+}
+
 uint64_t fnv(const std::string &v) {
     uint64_t h = 1469598103934665603ull;
     for (unsigned char ch : v) h = (h ^ ch) * 1099511628211ull;
@@ -184,12 +197,12 @@ uint64_t fnv(const std::string &v) {
 Status state_agree_error(MPI_Comm comm, const char *what, Status local, const std::string &err) {
     const std::string msg = std::string(what) + ": " + (err.empty() ? status_str(local) : err);
     const uint64_t h = local == Status::ok ? 0 : fnv(msg);
-    uint64_t v[2] = {h, ~h}, r[2];
-    if (PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS) {
+    int rc;
+    const bool same = all_hold(comm, h, &rc);
+    if (rc != MPI_SUCCESS) {
         if (local != Status::ok) log_error("%s", msg.c_str());
         return local != Status::ok ? local : Status::mpi_error;
     }
-    const bool same = r[0] == h && r[1] == ~h; /* the same on every rank of comm */
     if (same && h == 0) return Status::ok;
     int rank = 0, size = 1;
     PMPI_Comm_rank(comm, &rank);
@@ -256,20 +269,45 @@ Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
         std::lock_guard<std::mutex> lk(st->mu);
         h = settings_comm_hash(st->settings);
     }
-    uint64_t v[2] = {h, ~h}, r[2];
-    if (PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS) return Status::mpi_error;
-    bool same = r[0] == h && r[1] == ~h;
-    std::lock_guard<std::mutex> lk(st->mu);
-    if (st->mismatch != !same) verdict_invalidate();
-    st->mismatch = !same;
-    if (!same) {
-        if (st->rank == 0)
-            log_warn("%s: libcompmpi settings differ across the ranks of a communicator; compression is off "
-                     "for it (every call passes through to MPI exactly). Give every rank the same COMPMPI_* "
-                     "variables and hints (COMPMPI_PRINT_CONFIG=1 shows them).", what);
-        return Status::mismatch;
+    int rc;
+    const bool same = all_hold(comm, h, &rc);
+    if (rc != MPI_SUCCESS) return Status::mpi_error;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        if (st->mismatch != !same) verdict_invalidate();
+        st->mismatch = !same;
+        if (!same) {
+            if (st->rank == 0)
+                log_warn("%s: libcompmpi settings differ across the ranks of a communicator; compression is off "
+                         "for it (every call passes through to MPI exactly). Give every rank the same COMPMPI_* "
+                         "variables and hints (COMPMPI_PRINT_CONFIG=1 shows them).", what);
+            return Status::mismatch;
+        }
     }
+    state_agree_fft(comm, st, what);
     return Status::ok;
+}
+
+void state_agree_fft(MPI_Comm comm, CommState *st, const char *what) {
+    uint32_t block;
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        if (st->fft != 0 || st->inter || st->settings.codec != static_cast<int>(CodecId::fft_topk)) return;
+        block = static_cast<uint32_t>(st->settings.fft_block);
+    }
+    uint64_t h = fft_topk::probe(block);
+    if (COMPMPI_FAULT_ON() && fault_fire(FaultKind::fft_differ, FaultWhere::any)) h ^= 1;
+    int rc;
+    const bool same = all_hold(comm, h, &rc);
+    if (rc != MPI_SUCCESS) return; /* not probed: not eligible */
+    std::lock_guard<std::mutex> lk(st->mu);
+    st->fft = same ? 1 : -1;
+    verdict_invalidate();
+    if (!same && st->rank == 0)
+        log_warn("%s: fft_topk: FFTW computes different bits on the ranks of this communicator (different CPU "
+                 "types or FFTW builds), so its ranks would decode different results; fft_topk calls on it pass "
+                 "through to MPI exactly (reason fft_ranks_differ). Run on one CPU type and FFTW build, or "
+                 "choose another codec.", what);
 }
 
 std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState *st) {

@@ -88,6 +88,8 @@ struct CommState {
     SettingLayer hint_layer; /* MPI_Info hints */
     Settings settings{};     /* resolved: defaults < env < attr < hints */
     bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
+    int fft = 0;             /* fft_topk's transforms, probed on every rank (state_agree_fft):
+                              * 1 the same bits, -1 different, 0 not probed (not eligible) */
     uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
     ScheduleState sched; /* θ schedule: calls per collective shape (src/schedule.h) */
     std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
@@ -142,6 +144,10 @@ Status state_global_init(std::string *err);
 
 /* After ranks found different environments: every communicator's state starts mismatched. */
 void state_set_env_mismatch();
+/* The probe of MPI_COMM_WORLD at MPI_Init (CommState::fft): where a communicator's state is
+ * created from the environment, it starts with this verdict (a subset of agreeing ranks
+ * agrees; where the world's ranks differ, a new communicator is not trusted). */
+void state_set_env_fft(int verdict);
 
 /* Create the keyval (after MPI_Init) and free it (before MPI_Finalize). */
 Status state_keyval_create();
@@ -163,6 +169,14 @@ Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer
 /* Collective over comm: ranks compare a hash of the resolved settings; on a difference
  * every rank marks the communicator mismatched (exact passthrough) and rank 0 warns. */
 Status state_agree(MPI_Comm comm, CommState *st, const char *what);
+
+/* Collective over comm: where its codec is fft_topk and its ranks were not probed yet, every
+ * rank runs the codec's transforms on the same probe input (fft_probe) and the ranks compare
+ * the hash of the output. fft_topk decodes every rank's payloads on every rank with FFTW,
+ * whose codelets depend on the CPU and the FFTW build: on ranks that differ they would end
+ * with different bits, so the communicator's fft_topk calls pass through (reason
+ * fft_ranks_differ) and rank 0 says why. Called by state_agree. */
+void state_agree_fft(MPI_Comm comm, CommState *st, const char *what);
 
 /* Collective over comm, after a step that may fail on some ranks (hints, compmpi_comm_set,
  * the environment at MPI_Init): every rank learns whether any rank failed. The message is

@@ -70,6 +70,12 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
 Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, float *out,
                   bool add, SimdLevel lvl, int threads, int mode = 0, bool spectral = true);
 
+/* A hash of what this process's transforms make of a fixed input: encode (θ = 0.85, 10 bits)
+ * and decode of min(param, 65536) + 1000 probe values (param 0: one 17384-point transform),
+ * the decoded bits hashed. Processes on the same CPU type and FFTW build agree; FFTW's
+ * codelets depend on both. Computed once per length (a few ms: the plans, kept for later). */
+uint64_t probe(uint32_t param);
+
 /* For benchmarks: the forward and inverse transforms alone, with the codec's plans and
  * buffers (x -> blockwise r2c -> c2r -> y, unnormalised). */
 void transforms_only(const float *x, size_t n, uint32_t param, float *y, int threads);

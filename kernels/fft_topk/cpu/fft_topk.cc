@@ -515,6 +515,34 @@ Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *
 
 }  // namespace
 
+uint64_t probe(uint32_t param) {
+    static std::mutex mu;
+    static std::map<uint32_t, uint64_t> done;
+    const uint32_t b = param == 0 || param > 65536 ? (param == 0 ? 0u : 65536u) : param;
+    std::lock_guard<std::mutex> lk(mu);
+    auto it = done.find(b);
+    if (it != done.end()) return it->second;
+    const size_t n = (b ? b : 16384) + 1000;
+    std::vector<float> x(n), y(n);
+    uint32_t r = 0x9E3779B9u; /* xorshift32: the same values in every process */
+    for (size_t i = 0; i < n; ++i) {
+        r ^= r << 13, r ^= r >> 17, r ^= r << 5;
+        x[i] = static_cast<float>(r >> 8) * 0x1p-24f - 0.5f + (i % 97 == 0 ? 4.0f : 0.0f);
+    }
+    const int N = 10;
+    const Layout L = layout(n, b);
+    std::vector<uint8_t> pay(payload_bytes(L, L.C, N));
+    size_t len = 0;
+    uint64_t h = 1469598103934665603ull;
+    const Status se = encode(x.data(), n, N, b, 0.85, pay.data(), pay.size(), &len, SimdLevel::scalar, 1);
+    const Status sd = se == Status::ok ? decode(pay.data(), len, n, N, b, y.data(), false, SimdLevel::scalar, 1)
+                                       : se;
+    if (sd != Status::ok) h ^= 0x5bd1e995u + static_cast<uint64_t>(sd); /* (cannot happen: fixed input) */
+    for (float v : y) h = (h ^ f2u(v)) * 1099511628211ull;
+    done.emplace(b, h);
+    return h;
+}
+
 Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
               int threads, int mode) {
     return decode_sum(&in, &len, 1, n, N, param, out, add, lvl, threads, mode);
