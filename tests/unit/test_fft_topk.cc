@@ -532,14 +532,19 @@ void given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_an
         assert_true(d_ss <= round_bound);
         assert_true(e_spec <= codec_err + round_bound);
 
-        /* every SIMD path and thread count: the same bits */
+        /* every SIMD path and thread count, with and without streaming stores (at an aligned
+         * and a misaligned output): the same bits */
         for (SimdLevel l : levels())
-            for (int t : {1, 2}) {
-                std::vector<float> y(n);
-                assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
-                                                                       y.data(), false, l, t)), 0);
-                assert_memory_equal(y.data(), spectral.data(), n * sizeof(float));
-            }
+            for (int t : {1, 2})
+                for (int s = 0; s < 4; ++s) {
+                    const bool stream = s & 1;
+                    const size_t off = s >> 1;
+                    std::vector<float> y(n + 1);
+                    assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10,
+                                                                           cs.block, y.data() + off, false, l, t, 0,
+                                                                           true, stream)), 0);
+                    assert_memory_equal(y.data() + off, spectral.data(), n * sizeof(float));
+                }
         /* add mode: acc + the spectral sum */
         std::vector<float> acc(n, 1.5f);
         assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, 10, cs.block,
@@ -550,6 +555,16 @@ void given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_an
         std::vector<float> viaop(n);
         assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode_sum(in.data(), len.data(), cs.P, n, p, viaop.data())), 0);
         assert_memory_equal(viaop.data(), spectral.data(), n * sizeof(float));
+        p.stream_out = true; /* as the allreduce sets it for results beyond the cache */
+        std::fill(viaop.begin(), viaop.end(), 0.0f);
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode_sum(in.data(), len.data(), cs.P, n, p, viaop.data())), 0);
+        assert_memory_equal(viaop.data(), spectral.data(), n * sizeof(float));
+        std::vector<float> one(n), one_s(n); /* the single decode too */
+        p.stream_out = false;
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode(pay[0].data(), pay[0].size(), n, p, one.data())), 0);
+        p.stream_out = true;
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode(pay[0].data(), pay[0].size(), n, p, one_s.data())), 0);
+        assert_memory_equal(one.data(), one_s.data(), n * sizeof(float));
         /* one damaged payload: corrupt, out untouched */
         std::vector<uint8_t> bad = pay[cs.P - 1];
         bad[16] ^= 1; /* k no longer matches the length */

@@ -437,9 +437,29 @@ Status parse(const uint8_t *in, size_t len, const Layout &L, int N, int mode, Si
     return Status::ok;
 }
 
+/* dst[t] = src[t] * s with non-temporal stores (CodecParams::stream_out: a result too large
+ * for the cache; its lines are not read from memory first): the bits of the plain loop. */
+AVX512 void scale_stream_avx512(float *dst, const float *src, size_t cnt, float s) {
+    size_t t = 0;
+    const __m512 v = _mm512_set1_ps(s);
+    for (; t < cnt && (reinterpret_cast<uintptr_t>(dst + t) & 63); ++t) dst[t] = src[t] * s;
+    for (; t + 16 <= cnt; t += 16) _mm512_stream_ps(dst + t, _mm512_mul_ps(_mm512_loadu_ps(src + t), v));
+    for (; t < cnt; ++t) dst[t] = src[t] * s;
+    _mm_sfence();
+}
+AVX2 void scale_stream_avx2(float *dst, const float *src, size_t cnt, float s) {
+    size_t t = 0;
+    const __m256 v = _mm256_set1_ps(s);
+    for (; t < cnt && (reinterpret_cast<uintptr_t>(dst + t) & 31); ++t) dst[t] = src[t] * s;
+    for (; t + 8 <= cnt; t += 8) _mm256_stream_ps(dst + t, _mm256_mul_ps(_mm256_loadu_ps(src + t), v));
+    for (; t < cnt; ++t) dst[t] = src[t] * s;
+    _mm_sfence();
+}
+
 /* out (or out +=, add) = the inverse transform of sum_j 2^(sc_j - sc) spectrum_j, times
  * 2^sc / L per block, the cnt spectra added in index order. cnt == 1 is the plain decode. */
-Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *out, bool add, int threads) {
+Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *out, bool add, int threads,
+                  SimdLevel lvl, bool stream) {
     const size_t nb = L.nblocks();
     std::vector<float> f(static_cast<size_t>(cnt));
     for (int j = 0; j < cnt; ++j) f[j] = std::ldexp(1.0f, parts[j].sc - sc); /* exact power of two, <= 1 */
@@ -483,6 +503,10 @@ Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *
             const size_t a = q * sparse::kSegPos, b = std::min(len_i, a + sparse::kSegPos);
             if (add)
                 for (size_t t = a; t < b; ++t) dst[t] += tmp[t] * scale;
+            else if (stream && lvl >= SimdLevel::avx512)
+                scale_stream_avx512(dst + a, tmp + a, b - a, scale);
+            else if (stream && lvl >= SimdLevel::avx2)
+                scale_stream_avx2(dst + a, tmp + a, b - a, scale);
             else
                 for (size_t t = a; t < b; ++t) dst[t] = tmp[t] * scale;
         }
@@ -544,12 +568,12 @@ uint64_t probe(uint32_t param) {
 }
 
 Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
-              int threads, int mode) {
-    return decode_sum(&in, &len, 1, n, N, param, out, add, lvl, threads, mode);
+              int threads, int mode, bool stream) {
+    return decode_sum(&in, &len, 1, n, N, param, out, add, lvl, threads, mode, true, stream);
 }
 
 Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, float *out,
-                  bool add, SimdLevel lvl, int threads, int mode, bool spectral) {
+                  bool add, SimdLevel lvl, int threads, int mode, bool spectral, bool stream) {
     if (N < rf::kBitsMin || N > rf::kBitsMax || cnt < 1) return Status::corrupt;
     for (int j = 0; j < cnt; ++j)
         if (len[j] < kHeaderBytes) return Status::corrupt;
@@ -582,8 +606,9 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
         const double r = std::ldexp(total[i], -sc), scaled = total[i] / static_cast<double>(L.len(i));
         if (r > kOutBound || scaled > kOutBound) spectral = false;
     }
-    if (spectral || cnt == 1) return synthesise(L, parts.data(), cnt, sc, out, add, threads);
-    for (int j = 0; j < cnt; ++j) CMPI_CHECK(synthesise(L, &parts[j], 1, parts[j].sc, out, add || j > 0, threads));
+    if (spectral || cnt == 1) return synthesise(L, parts.data(), cnt, sc, out, add, threads, lvl, stream);
+    for (int j = 0; j < cnt; ++j)
+        CMPI_CHECK(synthesise(L, &parts[j], 1, parts[j].sc, out, add || j > 0, threads, lvl, stream && j == cnt - 1));
     return Status::ok;
 }
 
@@ -608,7 +633,7 @@ Status ft_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
 }
 Status ft_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
     if (ft_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
+    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, p.stream_out);
 }
 Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
     if (ft_check(p) != Status::ok) return Status::corrupt;
@@ -617,7 +642,7 @@ Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams 
 
 Status ft_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
     if (ft_check(p) != Status::ok) return Status::corrupt;
-    return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, true);
+    return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, true, p.stream_out);
 }
 
 }  // namespace
