@@ -34,7 +34,7 @@ struct CollCtx {
     const Backend *be;  /* where the data lives (host or device) */
     void *be_ctx;
     int mpi_err = MPI_SUCCESS;
-    /* error feedback (allreduce only): ef_res = the buffer's residual, added to the input
+    /* error feedback (allreduce, reduce-scatter): ef_res = the buffer's residual, added to the input
      * before encoding; the algorithm writes the new residual to ef_new (n floats) and the
      * caller keeps it only if the call succeeds. Both nullptr when off. */
     const float *ef_res = nullptr;

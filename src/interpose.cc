@@ -219,17 +219,24 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
      * (settings report error_feedback as having no effect otherwise) */
     const bool ef_on = st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) &&
                        (plan.codec->id != CodecId::qsgd || qsgd::variance_bound(plan.params.bits, plan.params.param) < 1);
-    if (a.kind == Coll::allreduce && ef_on && !m) {
-        residual = state_ef_residual(st, key, n); /* caps: src/state.h */
+    /* allreduce: n floats; reduce-scatter: the whole input (every block this rank sends) */
+    const bool ef_coll = a.kind == Coll::allreduce || coll_is_reduce_scatter(a.kind);
+    size_t ef_n = n;
+    if (coll_is_reduce_scatter(a.kind)) {
+        ef_n = 0;
+        for (int j = 0; j < st.size; ++j) ef_n += static_cast<size_t>(coll_block_count(a, j));
+    }
+    if (ef_coll && ef_on && !m) {
+        residual = state_ef_residual(st, key, ef_n); /* caps: src/state.h */
         c.ef_res = residual->data();
-        c.ef_new = state_ef_scratch(st, n);
+        c.ef_new = state_ef_scratch(st, ef_n);
     }
     /* device buffers on the device backend: residuals in device memory, owned by the
      * module's context (docs/gpu.md); none if they cannot be allocated */
-    const bool dev_ef = a.kind == Coll::allreduce && ef_on && m && st.gpu_ctx && be_ctx == st.gpu_ctx;
+    const bool dev_ef = ef_coll && ef_on && m && st.gpu_ctx && be_ctx == st.gpu_ctx;
     if (dev_ef) {
         float *next = nullptr;
-        if (const float *r = m->ef_residual(be_ctx, key, n, &next)) c.ef_res = r, c.ef_new = next;
+        if (const float *r = m->ef_residual(be_ctx, key, ef_n, &next)) c.ef_res = r, c.ef_new = next;
     }
 
     Status s;
@@ -279,7 +286,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     switch (s) {
         case Status::ok:
             if (residual) residual->swap(st.ef_scratch);
-            if (dev_ef && c.ef_new) m->ef_commit(be_ctx, key, n);
+            if (dev_ef && c.ef_new) m->ef_commit(be_ctx, key, ef_n);
             if (c.fallback_reason & BLOB_NONFINITE) cs.fallback_nonfinite++;
             else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;

@@ -354,11 +354,19 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
         return no("codec none: compression is off");
     if (id != SettingId::collectives && s.collectives == 0) return no("collectives is none: nothing is compressed");
     if (!c) return true;
+    /* the non-blocking and persistent forms run the blocking algorithms */
+    const uint32_t allreduces =
+        (1u << coll_kind::allreduce) | (1u << coll_kind::iallreduce) | (1u << coll_kind::allreduce_init);
+    const uint32_t reduce_scatters = (1u << coll_kind::reduce_scatter_block) | (1u << coll_kind::reduce_scatter) |
+                                     (1u << coll_kind::ireduce_scatter_block) | (1u << coll_kind::ireduce_scatter) |
+                                     (1u << coll_kind::reduce_scatter_block_init) |
+                                     (1u << coll_kind::reduce_scatter_init);
     const bool allreduce_only = id == SettingId::chunk_bytes || id == SettingId::hierarchy ||
-                                id == SettingId::node_size || id == SettingId::error_feedback ||
-                                id == SettingId::allreduce_algorithm;
-    if (allreduce_only && !(s.collectives & (1u << coll_kind::allreduce)))
-        return no("it applies to allreduce only, which is not in collectives");
+                                id == SettingId::node_size || id == SettingId::allreduce_algorithm;
+    if (allreduce_only && !(s.collectives & allreduces))
+        return no("it applies to allreduce only (blocking, non-blocking or persistent), which is not in collectives");
+    if (id == SettingId::error_feedback && !(s.collectives & (allreduces | reduce_scatters)))
+        return no("it applies to allreduce and reduce-scatter only (any form), neither is in collectives");
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
     if (id == SettingId::policy && s.policy == policy_kind::awp && !adaptive)
         return no("codec " + cname + " has no adjustable width: it runs as static");

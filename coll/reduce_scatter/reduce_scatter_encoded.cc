@@ -19,6 +19,9 @@
  * exchanged to learn them and no slot is padded to the largest block. Zero-count blocks
  * send nothing.
  *
+ * Error feedback (ef_res/ef_new): the blocks are encoded from x = input + residual and each
+ * leaves x - D(E(x)) as its part of the new residual, as in the allreduce's phase 1.
+ *
  * A NaN/Inf in an own block added exact is caught by the l2-norm of the sum (not finite).
  * Why the agreement: a flag (NaN/Inf in some rank's data, or a blob that fails to decode)
  * is seen only by the receiver of the flagged blob, not by every rank as in the allreduce
@@ -118,7 +121,11 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
     if (large) return Status::unsupported;
 #endif
 
-    CMPI_CHECK(coll_shared_scale(c, in, n)); /* once per call, on the whole input */
+    /* error feedback: x = input + the buffer's residual (else x = in); every block is encoded
+     * from x and leaves its new residual x - D(E(x)) in ef_new, as in the allreduce's phase 1 */
+    const float *x = coll_ef_input(c, in, n);
+    if (!x) return Status::no_memory;
+    CMPI_CHECK(coll_shared_scale(c, x, n)); /* once per call, on the whole input */
     const bool own_encoded = coll_own_encoded(*c.codec);
     uint8_t *send = c.st->ws_send.get(std::max<size_t>(send_total, 64));
     uint8_t *recv = c.st->ws_recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
@@ -132,8 +139,14 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
             if (!counts[j] || (j == r && !own_encoded)) continue;
             CodecParams p = c.params;
             p.stream = rng_stream(r, c.st->calls, 1, j);
-            flags |= coll_encode(c, p, in + off[j], counts[j], send + soff[j], ssz[j]);
+            const uint8_t f = coll_encode(c, p, x + off[j], counts[j], send + soff[j], ssz[j]);
+            flags |= f;
+            if (c.ef_new && !f) coll_ef_update(c, send + soff[j], ssz[j], x + off[j], counts[j], c.ef_new + off[j]);
         }
+        /* the own block added exact carries all of x: nothing owed (x - x = 0; a NaN/Inf there
+         * makes the call fall back, and a residual is kept only after a success) */
+        if (c.ef_new && counts[r] && !own_encoded)
+            c.be->sub(c.be_ctx, c.ef_new + off[r], x + off[r], x + off[r], counts[r]);
     }
     for (int j = 0; j < P; ++j)
         if (j != r) {
@@ -145,7 +158,7 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
     double sumsq = 0;
     if (len_r) {
         ScopedTimer t(c.stats->ns_decode);
-        flags |= coll_accumulate(c, own_encoded, in + off[r], len_r, acc, Sr, [&](int j) -> const uint8_t * {
+        flags |= coll_accumulate(c, own_encoded, x + off[r], len_r, acc, Sr, [&](int j) -> const uint8_t * {
             return j == r ? send + soff[r] : recv + Sr * static_cast<size_t>(j);
         });
         /* a NaN/Inf in the own block added exact (no blob flags it), or a sum that overflowed:

@@ -238,7 +238,10 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
         {{{"hierarchy", "off"}, {"node_size", "2"}}, "node_size", "hierarchy is off"},
         {{{"codec", "none"}, {"bits", "16"}}, "bits", "compression is off"},
         {{{"collectives", "none"}, {"min_bytes", "1K"}}, "min_bytes", "nothing is compressed"},
-        {{{"collectives", "bcast"}, {"error_feedback", "1"}}, "error_feedback", "allreduce only"},
+        {{{"collectives", "bcast"}, {"error_feedback", "1"}}, "error_feedback", "allreduce and reduce-scatter only"},
+        {{{"collectives", "bcast,allgather,ibcast"}, {"error_feedback", "1"}}, "error_feedback",
+         "neither is in collectives"},
+        {{{"collectives", "bcast,reduce_scatter"}, {"chunk_bytes", "64K"}}, "chunk_bytes", "allreduce only"},
         {{{"collectives", "allreduce"}, {"allgather_own", "exact"}}, "allgather_own", "allgather is not in collectives"},
     };
     for (auto &c : cases) {
@@ -258,6 +261,15 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
     std::string err;
     assert_int_equal(static_cast<int>(settings_resolve({}, {}, layer({{"codec", "topk"}, {"theta", "0.5"}}), &s, &why, &err)), 0);
     assert_false(why.inapplicable[static_cast<int>(SettingId::theta)]);
+    for (const char *colls : {"reduce_scatter_block", "ireduce_scatter", "reduce_scatter_init", "allreduce",
+                              "iallreduce", "allreduce_init"}) { /* error feedback applies to every form */
+        assert_int_equal(static_cast<int>(settings_resolve(
+                             {}, {}, layer({{"collectives", colls}, {"error_feedback", "1"}}), &s, &why, &err)), 0);
+        assert_false(why.inapplicable[static_cast<int>(SettingId::error_feedback)]);
+    }
+    assert_int_equal(static_cast<int>(settings_resolve(
+                         {}, {}, layer({{"collectives", "iallreduce"}, {"chunk_bytes", "64K"}}), &s, &why, &err)), 0);
+    assert_false(why.inapplicable[static_cast<int>(SettingId::chunk_bytes)]);
     assert_int_equal(static_cast<int>(settings_resolve({}, {}, layer({{"codec", "terngrad"}, {"seed", "5"}}), &s, &why, &err)), 0);
     assert_false(why.inapplicable[static_cast<int>(SettingId::seed)]);
     assert_int_equal(static_cast<int>(settings_resolve({}, {}, layer({{"awp_interval", "3"}}), &s, &why, &err)), 0);
