@@ -2,7 +2,11 @@
  * dup_with_info replacement, clear errors for bad keys and values (communicator
  * unchanged), codec=none passes through exactly; an explicit width (hint or API) runs
  * static at that width, a width with an explicit awp is refused; a hint refused on one
- * rank is refused on all; MPI_Comm_get_info returns the compmpi_* hints in effect. */
+ * rank is refused on all; MPI_Comm_get_info returns the compmpi_* hints in effect.
+ * Other calls that take an info: MPI_Comm_create_from_group (MPI-4) applies ours as
+ * MPI_Comm_dup_with_info does (a bad one is refused: error returned, no communicator);
+ * MPI_Comm_split_type and MPI_Comm_idup_with_info (MPI-4) do not apply them and say so
+ * (the warning lines are checked in tests/mpi/testlist). */
 #include "compmpi.h"
 #include "mpitest.h"
 
@@ -179,6 +183,51 @@ static void allgather_own(int rank, int size) {
     free(x); free(all); free(h); free(hall);
 }
 
+static void other_info_calls(int rank) {
+    MPI_Info hint;
+    MPI_Info_create(&hint);
+    MPI_Info_set(hint, "compmpi_codec", "none");
+    MPI_Comm s, d;
+    /* split_type and idup_with_info: not applied (warned); environment / parent settings */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, hint, &s);
+    get(s, "codec", "bitpack");
+    MPI_Comm_free(&s);
+#if MPI_VERSION >= 4
+    MPI_Request rq;
+    MPI_Comm_idup_with_info(MPI_COMM_WORLD, hint, &d, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    get(d, "codec", "bitpack");
+    MPI_Comm_free(&d);
+    /* create_from_group: applied, agreed on the new communicator */
+    MPI_Group g;
+    MPI_Comm_group(MPI_COMM_WORLD, &g);
+    MT_CHECK(MPI_Comm_create_from_group(g, "compmpi.t_hints.1", hint, MPI_ERRORS_RETURN, &d) == MPI_SUCCESS,
+             "create_from_group");
+    get(d, "codec", "none");
+    const int n = 100000;
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *z = malloc(n * sizeof(float));
+    mt_fill(x, n, 13, rank);
+    MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, d);
+    PMPI_Allreduce(x, z, n, MPI_FLOAT, MPI_SUM, d);
+    MT_CHECK(memcmp(y, z, n * sizeof(float)) == 0, "create_from_group with codec=none is not exact");
+    MPI_Comm_free(&d);
+    free(x), free(y), free(z);
+    MPI_Info bad;
+    MPI_Info_create(&bad);
+    MPI_Info_set(bad, "compmpi_bits", "12");
+    d = MPI_COMM_WORLD;
+    const int rc = MPI_Comm_create_from_group(g, "compmpi.t_hints.2", bad, MPI_ERRORS_RETURN, &d);
+    MT_CHECK(error_class(rc) == MPI_ERR_INFO_VALUE, "create_from_group with bits=12: class %d", error_class(rc));
+    MT_CHECK(d == MPI_COMM_NULL, "create_from_group refused but a communicator was returned");
+    MPI_Info_free(&bad);
+    MPI_Group_free(&g);
+#else
+    (void)rank;
+    (void)d;
+#endif
+    MPI_Info_free(&hint);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
@@ -259,6 +308,7 @@ int main(int argc, char **argv) {
 
     explicit_width(rank, size);
     allgather_own(rank, size);
+    other_info_calls(rank);
 
     MPI_Info_free(&info);
     MPI_Info_free(&only);
