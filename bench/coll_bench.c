@@ -1,12 +1,16 @@
 /*
  * coll_bench — plain MPI benchmark of float MPI_Allreduce / MPI_Allgather /
- * MPI_Bcast, meant to be run with and without libcompmpi (LD_PRELOAD).
+ * MPI_Bcast / MPI_Reduce_scatter_block, meant to be run with and without libcompmpi
+ * (LD_PRELOAD).
  *
- *   coll_bench [--coll allreduce|allgather|bcast|all|LIST] [--sizes 4M,16M,...]
+ *   coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,16M,...]
  *              [--iters K] [--warmup W] [--data gradient|uniform|normal]
  *              [--seed S] [--check] [--inplace] [--root R] [--batch B]
  *
- * --sizes   bytes of float per rank buffer (allgather: the per-rank block);
+ * --sizes   bytes of float per rank buffer (allgather: the per-rank block;
+ *           reduce_scatter_block: the whole input, P blocks of size / P, rounded down
+ *           to whole floats; each rank's result is its block, so identical is "na");
+ *           "all" is allreduce, allgather and bcast;
  *           suffixes K/M/G are binary (4M = 4194304 bytes = 1048576 floats).
  * --check   compute rel_err = ||result - exact||_2 / ||exact||_2 (max over
  *           ranks; exact computed here in double precision by regenerating
@@ -14,8 +18,9 @@
  *           identical = 1 iff all ranks hold bit-identical results (64-bit hash
  *           compared with MPI_Allreduce(MPI_UINT64_T, MAX and MIN)).
  *           Without --check both are printed as "na".
- * --inplace allreduce: MPI_IN_PLACE on the receive buffer; allgather:
- *           MPI_IN_PLACE with the rank's block already in the receive buffer.
+ * --inplace allreduce, reduce_scatter_block: MPI_IN_PLACE on the receive buffer
+ *           (holding the input); allgather: MPI_IN_PLACE with the rank's block already
+ *           in the receive buffer.
  * --batch B each timed iteration runs B calls back to back (the input restored
  *           before the first only; bcast and allgather do not change their input,
  *           allreduce with --inplace is not allowed) and counts their time / B:
@@ -47,8 +52,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum coll_kind { C_ALLREDUCE, C_ALLGATHER, C_BCAST, C_NKINDS };
-static const char *coll_names[C_NKINDS] = {"allreduce", "allgather", "bcast"};
+enum coll_kind { C_ALLREDUCE, C_ALLGATHER, C_BCAST, C_RSB, C_NKINDS };
+static const char *coll_names[C_NKINDS] = {"allreduce", "allgather", "bcast", "reduce_scatter_block"};
 enum data_kind { D_GRADIENT, D_UNIFORM, D_NORMAL };
 static const char *data_names[] = {"gradient", "uniform", "normal"};
 
@@ -193,12 +198,14 @@ static void check_error(enum coll_kind ck, enum data_kind dk, uint64_t seed, int
     double *ex = malloc(CHUNK * sizeof(double));
     if (!tmp || !ex) die("out of memory (%s)", "check");
     double e2 = 0, r2 = 0;
-    if (ck == C_ALLREDUCE) {
+    if (ck == C_ALLREDUCE || ck == C_RSB) {
+        /* reduce_scatter_block: n is the block, this rank's, at offset rank * n */
+        const size_t at = ck == C_RSB ? (size_t)g_rank * n : 0;
         for (size_t s = 0; s < n; s += CHUNK) {
             size_t m = n - s < CHUNK ? n - s : CHUNK;
             for (size_t j = 0; j < m; j++) ex[j] = 0;
             for (int r = 0; r < g_size; r++) {
-                gen_data(dk, seed, r, s, m, tmp);
+                gen_data(dk, seed, r, at + s, m, tmp);
                 for (size_t j = 0; j < m; j++) ex[j] += (double)tmp[j];
             }
             for (size_t j = 0; j < m; j++) {
@@ -239,7 +246,7 @@ static void usage(void)
 {
     if (g_rank == 0)
         fprintf(stderr,
-                "usage: coll_bench [--coll allreduce|allgather|bcast|all|LIST] [--sizes 4M,16M,...]\n"
+                "usage: coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,...]\n"
                 "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
                 "                  [--seed S] [--check] [--inplace] [--root R] [--batch B]\n");
 }
@@ -292,7 +299,7 @@ int main(int argc, char **argv)
         char *s = strdup(coll_arg), *save = NULL;
         for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             if (!strcmp(t, "all")) {
-                for (int k = 0; k < C_NKINDS; k++) colls[ncolls++] = k;
+                for (int k = 0; k <= C_BCAST; k++) colls[ncolls++] = k;
                 break;
             }
             int k;
@@ -335,6 +342,11 @@ int main(int argc, char **argv)
         for (int si = 0; si < nsizes; si++) {
             size_t bytes = sizes[si], n = bytes / sizeof(float);
             int cnt = (int)n;
+            const int blk = (int)(n / (size_t)g_size); /* reduce_scatter_block */
+            if (ck == C_RSB) {
+                n = (size_t)blk * (size_t)g_size;
+                bytes = n * sizeof(float);
+            }
             float *pristine = xmalloc(bytes);
             float *src = NULL, *dst = NULL;
             gen_data(dk, seed, g_rank, 0, n, pristine);
@@ -342,6 +354,9 @@ int main(int argc, char **argv)
                 dst = xmalloc(bytes);
                 if (!inplace) src = xmalloc(bytes);
                 memset(dst, 0, bytes);
+            } else if (ck == C_RSB) {
+                dst = xmalloc(inplace ? bytes : (size_t)blk * sizeof(float));
+                if (!inplace) src = xmalloc(bytes);
             } else if (ck == C_ALLGATHER) {
                 dst = xmalloc(bytes * (size_t)g_size);
                 if (!inplace) src = xmalloc(bytes);
@@ -354,6 +369,7 @@ int main(int argc, char **argv)
                 /* restore the input (not timed) */
                 switch (ck) {
                 case C_ALLREDUCE:
+                case C_RSB:
                     memcpy(inplace ? dst : src, pristine, bytes);
                     break;
                 case C_ALLGATHER:
@@ -380,6 +396,10 @@ int main(int argc, char **argv)
                 case C_BCAST:
                     MPI_Bcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD);
                     break;
+                case C_RSB:
+                    MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM,
+                                             MPI_COMM_WORLD);
+                    break;
                 default: break;
                 }
                 double t = (MPI_Wtime() - t0) / batch;
@@ -389,17 +409,19 @@ int main(int argc, char **argv)
 
             char err_s[64] = "na", ident_s[8] = "na";
             if (check) {
-                size_t rbytes = ck == C_ALLGATHER ? bytes * (size_t)g_size : bytes;
+                size_t rbytes = ck == C_ALLGATHER ? bytes * (size_t)g_size
+                                : ck == C_RSB     ? (size_t)blk * sizeof(float)
+                                                  : bytes;
                 uint64_t h = hash_bytes(dst, rbytes), hmax = 0, hmin = 0;
                 MPI_Allreduce(&h, &hmax, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
                 MPI_Allreduce(&h, &hmin, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
                 double e2, r2, rel, relmax = 0;
-                check_error(ck, dk, seed, root, n, dst, &e2, &r2);
+                check_error(ck, dk, seed, root, ck == C_RSB ? (size_t)blk : n, dst, &e2, &r2);
                 rel = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
                 if (rel != rel) rel = INFINITY; /* NaN in result: report inf (MAX would drop NaN) */
                 MPI_Reduce(&rel, &relmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
                 snprintf(err_s, sizeof err_s, "%.3e", relmax);
-                snprintf(ident_s, sizeof ident_s, "%d", hmax == hmin);
+                if (ck != C_RSB) snprintf(ident_s, sizeof ident_s, "%d", hmax == hmin);
             }
             if (g_rank == 0) {
                 qsort(tmax, iters, sizeof(double), cmp_double);

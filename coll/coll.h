@@ -114,6 +114,12 @@ inline size_t coll_blob_stride(const CodecOps &codec, size_t n, const CodecParam
     return (blob_max_bytes(codec, n, p) + 63) / 64 * 64;
 }
 
+/* Wait for a non-blocking exchange (timed as communication; the mpi_error fault's `wait`).
+ * coll_poke: let MPI progress an outstanding one while we compute (MPICH progresses
+ * non-blocking collectives only inside MPI calls); nothing for MPI_REQUEST_NULL. */
+Status coll_wait(CollCtx &c, MPI_Request *req);
+void coll_poke(MPI_Request *req);
+
 /* Byte collectives with counts beyond INT_MAX handled (MPI-4 _c calls). */
 Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride);
 Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride);

@@ -24,6 +24,17 @@ Status check(CollCtx &c, int rc) {
 }
 }  // namespace
 
+Status coll_wait(CollCtx &c, MPI_Request *req) {
+    ScopedTimer t(c.stats->ns_comm);
+    return check(c, COMPMPI_FAULT_MPI(wait, PMPI_Wait(req, MPI_STATUS_IGNORE)));
+}
+
+void coll_poke(MPI_Request *req) {
+    if (!req || *req == MPI_REQUEST_NULL) return;
+    int done = 0;
+    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+}
+
 Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride) {
     ScopedTimer t(c.stats->ns_comm);
     if (stride <= INT_MAX)

@@ -78,21 +78,8 @@ Status start(CollCtx &c, MPI_Request *req, int rc) {
     return Status::mpi_error;
 }
 
-Status wait(CollCtx &c, MPI_Request *req) {
-    ScopedTimer t(c.stats->ns_comm);
-    int rc = COMPMPI_FAULT_MPI(wait, PMPI_Wait(req, MPI_STATUS_IGNORE));
-    if (rc == MPI_SUCCESS) return Status::ok;
-    c.mpi_err = rc;
-    return Status::mpi_error;
-}
-
-/* Let MPI progress an outstanding exchange while we compute (MPICH progresses
- * non-blocking collectives only inside MPI calls). */
-void poke(MPI_Request *req) {
-    if (!req || *req == MPI_REQUEST_NULL) return;
-    int done = 0;
-    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
-}
+Status wait(CollCtx &c, MPI_Request *req) { return coll_wait(c, req); }
+void poke(MPI_Request *req) { coll_poke(req); }
 
 /* Codecs whose paper quantises each contribution exactly once and sums the decoded
  * contributions exactly: Dettmers' 8-bit approximation (each GPU's gradient quantised once,

@@ -31,16 +31,28 @@
  * whole reduced vector (summed in rank order) for the awp policy, whose decisions must be
  * identical on all ranks while each rank holds a different block.
  *
+ * Pipelined (session 9), equal blocks on host buffers: with chunk_bytes > 0 the exchange
+ * runs in segments of chunk_bytes of input (P sub-blocks of chunk_bytes / 4P floats, a
+ * multiple of 64 and of qsgd's/terngrad's bucket), each sub-block its own blob:
+ *     encode segment k+1   |  Ialltoall of segment k+1 in flight
+ *     Ialltoall of k in flight  |  accumulate segment k
+ * so encoding and accumulating overlap the exchanges (two in flight, double-buffered). A
+ * flag in any segment makes the whole call fall back, as before. Blocks of different sizes
+ * (alltoallv), device buffers and chunk_bytes=0 take the single exchange.
+ *
  * `out` is written only after the agreement, so `in` may overlap it (MPI_IN_PLACE: the
  * input is the receive buffer) and the exact fallback still finds the input intact.
  * Traffic per rank ~ (n - counts[r]) * 4 / ratio bytes + 16 (P-1), like an exact pairwise
  * reduce-scatter at the codec's ratio. */
+#include <algorithm>
 #include <climits>
+#include <numeric>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "coll.h"
+#include "fault.h"
 
 namespace compmpi {
 
@@ -97,6 +109,123 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
 #endif
 }
 
+/* This rank's flags and the sum of squares of its block, agreed by all (one allgather of
+ * P pairs): every rank learns the union of flags and falls back together, and every rank
+ * gets the same norm of the whole reduced vector (rank order); then out = acc. */
+Status finish(CollCtx &c, uint8_t flags, const float *acc, size_t len_r, float *out, double *result_norm) {
+    const int P = c.size, r = c.rank;
+    double sumsq = 0;
+    /* a NaN/Inf in the own block added exact (no blob flags it), or a sum that overflowed:
+     * the norm is not finite, and the call falls back like a flagged blob */
+    if (len_r && !flags) {
+        const double nr = c.be->l2norm(c.be_ctx, acc, len_r);
+        if (!std::isfinite(nr)) flags |= BLOB_NONFINITE;
+        else sumsq = nr * nr;
+    }
+    /* agreement: every rank's flags and sum of squares, the same P pairs everywhere */
+    std::vector<double> all(2 * static_cast<size_t>(P));
+    all[2 * r] = flags;
+    all[2 * r + 1] = sumsq;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        CMPI_CHECK(check(c, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.data(), 2, MPI_DOUBLE, c.comm)));
+    }
+    c.stats->bytes_wire += 2 * sizeof(double) * static_cast<size_t>(P - 1);
+    uint8_t any = 0;
+    double total = 0;
+    for (int j = 0; j < P; ++j) {
+        any |= static_cast<uint8_t>(all[2 * j]);
+        total += all[2 * j + 1];
+    }
+    CMPI_CHECK(coll_flag_status(any));
+    if (len_r) c.be->copy(c.be_ctx, out, acc, len_r);
+    if (result_norm) *result_norm = std::sqrt(total);
+    return Status::ok;
+}
+
+/* Floats per sub-block of a pipelined segment, or 0 for one exchange: chunk_bytes of input
+ * split in P, a multiple of 64 and of the codec's bucket (qsgd, terngrad), below the block. */
+size_t segment_floats(const CollCtx &c, size_t block) {
+    const uint64_t bytes = c.st->settings.chunk_bytes;
+    if (!bytes || c.be != &backend_cpu()) return 0;
+    size_t align = 64;
+    if (c.codec->id == CodecId::qsgd || c.codec->id == CodecId::terngrad) {
+        if (!c.params.param && c.codec->id == CodecId::qsgd) return 0; /* one norm per blob */
+        if (c.params.param) align = std::lcm<size_t>(align, c.params.param);
+    }
+    const size_t seg = bytes / sizeof(float) / static_cast<size_t>(c.size) / align * align;
+    return seg && seg < block ? seg : 0;
+}
+
+/* The pipelined exchange and accumulation of equal blocks of b floats in sub-blocks of seg
+ * (see the top of the file); x = the input (+ residual), acc = this rank's block. Returns
+ * the union of this rank's flags through *flags. */
+Status pipelined(CollCtx &c, const float *x, float *acc, size_t b, size_t seg, bool own_encoded, uint8_t *flags) {
+    const int P = c.size, r = c.rank;
+    const size_t nseg = (b + seg - 1) / seg;
+    const size_t S = coll_blob_stride(*c.codec, seg, c.params);
+    if (S * static_cast<size_t>(P) > INT_MAX) return Status::unsupported; /* decided alike on every rank */
+    uint8_t *sendbuf = c.st->ws_send.get(2 * S * P), *recvbuf = c.st->ws_recv.get(2 * S * P);
+    if (!sendbuf || !recvbuf) return Status::no_memory;
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    /* segment k: floats [lo, lo + len) of every block, stride Sk (from len only: alike) */
+    auto geom = [&](size_t k, size_t *lo, size_t *len, size_t *Sk) {
+        *lo = k * seg;
+        *len = std::min(seg, b - *lo);
+        *Sk = *len == seg ? S : coll_blob_stride(*c.codec, *len, c.params);
+    };
+    auto encode = [&](size_t k, MPI_Request *progress) {
+        ScopedTimer t(c.stats->ns_encode);
+        size_t lo, len, Sk;
+        geom(k, &lo, &len, &Sk);
+        uint8_t *snd = sendbuf + (k % 2) * S * P;
+        for (int j = 0; j < P; ++j) {
+            const float *src = x + b * static_cast<size_t>(j) + lo;
+            float *res = c.ef_new ? c.ef_new + b * static_cast<size_t>(j) + lo : nullptr;
+            if (j == r && !own_encoded) {
+                if (res) c.be->sub(c.be_ctx, res, src, src, len); /* carried exact: nothing owed */
+                continue;
+            }
+            CodecParams p = c.params;
+            p.stream = rng_stream(r, c.st->calls, 1, j + P * static_cast<int>(k));
+            const uint8_t f = coll_encode(c, p, src, len, snd + Sk * j, Sk);
+            *flags |= f;
+            if (res && !f) coll_ef_update(c, snd + Sk * j, Sk, src, len, res);
+            coll_poke(progress);
+        }
+    };
+    auto start = [&](size_t k) -> Status {
+        size_t lo, len, Sk;
+        geom(k, &lo, &len, &Sk);
+        c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
+        c.stats->bytes_uncompressed_wire += len * sizeof(float) * static_cast<size_t>(P - 1);
+        const int Si = static_cast<int>(Sk);
+        return check(c, COMPMPI_FAULT_MPI(ialltoall, PMPI_Ialltoall(sendbuf + (k % 2) * S * P, Si, MPI_BYTE,
+                                                                    recvbuf + (k % 2) * S * P, Si, MPI_BYTE, c.comm,
+                                                                    &req[k % 2])));
+    };
+    auto reduce = [&](size_t k) {
+        ScopedTimer t(c.stats->ns_decode);
+        size_t lo, len, Sk;
+        geom(k, &lo, &len, &Sk);
+        const uint8_t *snd = sendbuf + (k % 2) * S * P, *rcv = recvbuf + (k % 2) * S * P;
+        *flags |= coll_accumulate(c, own_encoded, x + b * static_cast<size_t>(r) + lo, len, acc + lo, Sk,
+                                  [&](int j) -> const uint8_t * { return (j == r ? snd : rcv) + Sk * j; });
+    };
+    /* every rank posts every exchange, flagged or not: all stay matched */
+    encode(0, nullptr);
+    CMPI_CHECK(start(0));
+    for (size_t k = 0; k < nseg; ++k) {
+        if (k + 1 < nseg) { /* its buffers' exchange (k - 1) completed in the previous round */
+            encode(k + 1, &req[k % 2]);
+            CMPI_CHECK(start(k + 1));
+        }
+        CMPI_CHECK(coll_wait(c, &req[k % 2]));
+        reduce(k); /* overlaps the exchange of k + 1 */
+    }
+    return Status::ok;
+}
+
 }  // namespace
 
 Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t *counts, double *result_norm) {
@@ -127,12 +256,18 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
     if (!x) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, x, n)); /* once per call, on the whole input */
     const bool own_encoded = coll_own_encoded(*c.codec);
+    uint8_t flags = 0;
+    const size_t seg = equal && !large ? segment_floats(c, len_r) : 0;
+    if (seg) {
+        float *acc = c.be->scratch(c.be_ctx, 0, len_r);
+        if (!acc) return Status::no_memory;
+        CMPI_CHECK(pipelined(c, x, acc, len_r, seg, own_encoded, &flags));
+        return finish(c, flags, acc, len_r, out, result_norm);
+    }
     uint8_t *send = c.st->ws_send.get(std::max<size_t>(send_total, 64));
     uint8_t *recv = c.st->ws_recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
     float *acc = c.be->scratch(c.be_ctx, 0, std::max<size_t>(len_r, 1));
     if (!send || !recv || !acc) return Status::no_memory;
-
-    uint8_t flags = 0;
     {
         ScopedTimer t(c.stats->ns_encode);
         for (int j = 0; j < P; ++j) {
@@ -154,41 +289,13 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
             c.stats->bytes_uncompressed_wire += counts[j] * sizeof(float);
         }
     CMPI_CHECK(exchange(c, equal, send, soff, ssz, recv, Sr, large));
-
-    double sumsq = 0;
     if (len_r) {
         ScopedTimer t(c.stats->ns_decode);
         flags |= coll_accumulate(c, own_encoded, x + off[r], len_r, acc, Sr, [&](int j) -> const uint8_t * {
             return j == r ? send + soff[r] : recv + Sr * static_cast<size_t>(j);
         });
-        /* a NaN/Inf in the own block added exact (no blob flags it), or a sum that overflowed:
-         * the norm is not finite, and the call falls back like a flagged blob */
-        if (!flags) {
-            const double nr = c.be->l2norm(c.be_ctx, acc, len_r);
-            if (!std::isfinite(nr)) flags |= BLOB_NONFINITE;
-            else sumsq = nr * nr;
-        }
     }
-
-    /* agreement: every rank's flags and sum of squares, the same P pairs everywhere */
-    std::vector<double> all(2 * static_cast<size_t>(P));
-    all[2 * r] = flags;
-    all[2 * r + 1] = sumsq;
-    {
-        ScopedTimer t(c.stats->ns_comm);
-        CMPI_CHECK(check(c, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.data(), 2, MPI_DOUBLE, c.comm)));
-    }
-    c.stats->bytes_wire += 2 * sizeof(double) * static_cast<size_t>(P - 1);
-    uint8_t any = 0;
-    double total = 0;
-    for (int j = 0; j < P; ++j) {
-        any |= static_cast<uint8_t>(all[2 * j]);
-        total += all[2 * j + 1];
-    }
-    CMPI_CHECK(coll_flag_status(any));
-    if (len_r) c.be->copy(c.be_ctx, out, acc, len_r);
-    if (result_norm) *result_norm = std::sqrt(total);
-    return Status::ok;
+    return finish(c, flags, acc, len_r, out, result_norm);
 }
 
 }  // namespace compmpi
