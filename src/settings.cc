@@ -361,10 +361,14 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
                                      (1u << coll_kind::ireduce_scatter_block) | (1u << coll_kind::ireduce_scatter) |
                                      (1u << coll_kind::reduce_scatter_block_init) |
                                      (1u << coll_kind::reduce_scatter_init);
-    const bool allreduce_only = id == SettingId::chunk_bytes || id == SettingId::hierarchy ||
-                                id == SettingId::node_size || id == SettingId::allreduce_algorithm;
+    const uint32_t rs_blocks = (1u << coll_kind::reduce_scatter_block) | (1u << coll_kind::ireduce_scatter_block) |
+                               (1u << coll_kind::reduce_scatter_block_init);
+    const bool allreduce_only =
+        id == SettingId::hierarchy || id == SettingId::node_size || id == SettingId::allreduce_algorithm;
     if (allreduce_only && !(s.collectives & allreduces))
         return no("it applies to allreduce only (blocking, non-blocking or persistent), which is not in collectives");
+    if (id == SettingId::chunk_bytes && !(s.collectives & (allreduces | rs_blocks)))
+        return no("it applies to allreduce and reduce_scatter_block only (any form), neither is in collectives");
     if (id == SettingId::error_feedback && !(s.collectives & (allreduces | reduce_scatters)))
         return no("it applies to allreduce and reduce-scatter only (any form), neither is in collectives");
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;

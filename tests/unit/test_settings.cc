@@ -241,7 +241,8 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
         {{{"collectives", "bcast"}, {"error_feedback", "1"}}, "error_feedback", "allreduce and reduce-scatter only"},
         {{{"collectives", "bcast,allgather,ibcast"}, {"error_feedback", "1"}}, "error_feedback",
          "neither is in collectives"},
-        {{{"collectives", "bcast,reduce_scatter"}, {"chunk_bytes", "64K"}}, "chunk_bytes", "allreduce only"},
+        {{{"collectives", "bcast,reduce_scatter"}, {"chunk_bytes", "64K"}}, "chunk_bytes", "reduce_scatter_block only"},
+        {{{"collectives", "bcast"}, {"hierarchy", "off"}}, "hierarchy", "allreduce only"},
         {{{"collectives", "allreduce"}, {"allgather_own", "exact"}}, "allgather_own", "allgather is not in collectives"},
     };
     for (auto &c : cases) {
@@ -267,9 +268,11 @@ void given_explicit_settings_without_effect_when_resolving_expect_inapplicable_w
                              {}, {}, layer({{"collectives", colls}, {"error_feedback", "1"}}), &s, &why, &err)), 0);
         assert_false(why.inapplicable[static_cast<int>(SettingId::error_feedback)]);
     }
-    assert_int_equal(static_cast<int>(settings_resolve(
-                         {}, {}, layer({{"collectives", "iallreduce"}, {"chunk_bytes", "64K"}}), &s, &why, &err)), 0);
-    assert_false(why.inapplicable[static_cast<int>(SettingId::chunk_bytes)]);
+    for (const char *colls : {"iallreduce", "reduce_scatter_block", "reduce_scatter_block_init"}) { /* pipelined */
+        assert_int_equal(static_cast<int>(settings_resolve(
+                             {}, {}, layer({{"collectives", colls}, {"chunk_bytes", "64K"}}), &s, &why, &err)), 0);
+        assert_false(why.inapplicable[static_cast<int>(SettingId::chunk_bytes)]);
+    }
     assert_int_equal(static_cast<int>(settings_resolve({}, {}, layer({{"codec", "terngrad"}, {"seed", "5"}}), &s, &why, &err)), 0);
     assert_false(why.inapplicable[static_cast<int>(SettingId::seed)]);
     assert_int_equal(static_cast<int>(settings_resolve({}, {}, layer({{"awp_interval", "3"}}), &s, &why, &err)), 0);
