@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "backend.h"
 #include "codec.h"
@@ -50,7 +51,29 @@ struct CollCtx {
     float *restore_dst = nullptr;
     const float *restore_src = nullptr;
     size_t restore_n = 0;
+    /* the backend's memory is not the host's and MPI cannot read it (device data, an MPI
+     * that is not CUDA-aware): MPI calls on float data go through host copies
+     * (coll_mpi_floats), host-only codec steps through coll_stage_down/up */
+    bool stage_mpi = false;
 };
+
+/* Host copies of backend memory, through the `none` codec's verbatim blob (the backend's own
+ * encode/decode, so any backend works): blob = header + n floats. */
+struct HostStage {
+    std::vector<uint8_t> blob;
+    size_t len = 0;
+    float *data() { return reinterpret_cast<float *>(blob.data() + kBlobHeaderBytes); }
+};
+/* h = n floats of backend memory src (CPU backend: a plain copy). */
+Status coll_stage_down(CollCtx &c, const float *src, size_t n, HostStage &h);
+/* backend memory dst = h's n floats (h from coll_stage_down of n floats). */
+Status coll_stage_up(CollCtx &c, HostStage &h, float *dst, size_t n);
+/* backend memory dst = n host floats. */
+Status coll_upload(CollCtx &c, const float *h, size_t n, float *dst);
+/* An MPI call fn(in, io) on float data in backend memory: in = n floats MPI reads (or
+ * MPI_IN_PLACE / nullptr, passed as they are), io = n floats MPI reads and/or writes. With
+ * c.stage_mpi, on host copies (io written back when fn succeeds); else on the pointers. */
+int coll_mpi_floats(CollCtx &c, const void *in, float *io, size_t n, const std::function<int(const void *, float *)> &fn);
 
 /* Dense codecs: reduce-scatter + allgather of blobs. */
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);

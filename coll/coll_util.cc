@@ -1,6 +1,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "coll.h"
 #include "fault.h"
@@ -84,6 +85,50 @@ uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n,
     const uint8_t flag = c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
     if (host && flag == 0 && fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) fault_corrupt_blob(out, cap);
     return flag;
+}
+
+Status coll_stage_down(CollCtx &c, const float *src, size_t n, HostStage &h) {
+    const CodecOps &none = *codec_by_id(static_cast<int>(CodecId::none));
+    const CodecParams np{};
+    const size_t cap = blob_max_bytes(none, n, np);
+    try {
+        h.blob.resize(cap);
+    } catch (const std::bad_alloc &) {
+        return Status::no_memory;
+    }
+    h.len = 0;
+    /* none carries NaN/Inf verbatim: it never flags */
+    if (c.be->encode(c.be_ctx, none, np, src, n, h.blob.data(), cap, &h.len) != 0) return Status::corrupt;
+    return h.len == kBlobHeaderBytes + n * sizeof(float) ? Status::ok : Status::corrupt;
+}
+
+Status coll_stage_up(CollCtx &c, HostStage &h, float *dst, size_t n) {
+    return c.be->decode(c.be_ctx, h.blob.data(), h.len, n, dst, false, CodecParams{});
+}
+
+Status coll_upload(CollCtx &c, const float *h, size_t n, float *dst) {
+    const CodecOps &none = *codec_by_id(static_cast<int>(CodecId::none));
+    const CodecParams np{};
+    HostStage hs;
+    try {
+        hs.blob.resize(blob_max_bytes(none, n, np));
+    } catch (const std::bad_alloc &) {
+        return Status::no_memory;
+    }
+    CMPI_CHECK(blob_encode(none, np, h, n, hs.blob.data(), hs.blob.size(), &hs.len));
+    return coll_stage_up(c, hs, dst, n);
+}
+
+int coll_mpi_floats(CollCtx &c, const void *in, float *io, size_t n,
+                    const std::function<int(const void *, float *)> &fn) {
+    if (!c.stage_mpi) return fn(in, io);
+    HostStage hi, ho;
+    const bool in_data = in && in != MPI_IN_PLACE;
+    if (in_data && coll_stage_down(c, static_cast<const float *>(in), n, hi) != Status::ok) return MPI_ERR_BUFFER;
+    if (io && coll_stage_down(c, io, n, ho) != Status::ok) return MPI_ERR_BUFFER;
+    const int rc = fn(in_data ? hi.data() : in, io ? ho.data() : nullptr);
+    if (rc == MPI_SUCCESS && io && coll_stage_up(c, ho, io, n) != Status::ok) return MPI_ERR_BUFFER;
+    return rc;
 }
 
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out) {

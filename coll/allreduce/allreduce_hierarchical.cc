@@ -97,10 +97,13 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
     {
         ScopedTimer t(c.stats->ns_comm);
         if (h.node_rank == 0)
-            rc = COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(contrib, out, cnt, MPI_FLOAT, MPI_SUM, 0, h.node));
+            rc = coll_mpi_floats(c, contrib, out, n, [&](const void *s_, float *o_) {
+                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, o_, cnt, MPI_FLOAT, MPI_SUM, 0, h.node));
+            });
         else
-            rc = COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(contrib == MPI_IN_PLACE ? out : contrib, nullptr, cnt, MPI_FLOAT,
-                                                       MPI_SUM, 0, h.node));
+            rc = coll_mpi_floats(c, contrib == MPI_IN_PLACE ? out : contrib, nullptr, n, [&](const void *s_, float *) {
+                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, nullptr, cnt, MPI_FLOAT, MPI_SUM, 0, h.node));
+            });
     }
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
 
@@ -121,7 +124,9 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
         if (s == Status::nonfinite || s == Status::corrupt) {
             c.fallback_reason |= s == Status::nonfinite ? BLOB_NONFINITE : BLOB_ABANDON;
             ScopedTimer t(c.stats->ns_comm);
-            rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(MPI_IN_PLACE, out, cnt, MPI_FLOAT, MPI_SUM, h.leaders));
+            rc = coll_mpi_floats(c, MPI_IN_PLACE, out, n, [&](const void *, float *o_) {
+                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(MPI_IN_PLACE, o_, cnt, MPI_FLOAT, MPI_SUM, h.leaders));
+            });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new, c.ef_res, n); /* residual still owed */
             s = Status::ok;
@@ -130,7 +135,9 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
     /* a leader's MPI error must not leave its node waiting in the broadcast */
     if (s != Status::ok && s != Status::mpi_error) return s;
     ScopedTimer t(c.stats->ns_comm);
-    rc = COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(out, cnt, MPI_FLOAT, 0, h.node));
+    rc = coll_mpi_floats(c, nullptr, out, n, [&](const void *, float *o_) {
+        return COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(o_, cnt, MPI_FLOAT, 0, h.node));
+    });
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     return s;
 }

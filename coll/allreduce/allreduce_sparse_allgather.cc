@@ -31,6 +31,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "coll.h"
@@ -83,7 +84,7 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
      * on the received bytes and the (rank-agreed) settings: the same on every rank. */
     const CodecOps *dc = codec_by_id(static_cast<int>(info[0].codec));
     const bool spectral = c.st->settings.fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
-    if (same && dc && dc->decode_sum && spectral && c.be == &backend_cpu()) {
+    if (same && dc && dc->decode_sum && spectral) {
         std::vector<const uint8_t *> pay(P);
         std::vector<size_t> plen(P);
         for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + kBlobHeaderBytes, plen[j] = info[j].payload;
@@ -93,7 +94,17 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
         p.param = info[0].param;
         p.simd = c.params.simd;
         p.threads = c.params.threads;
-        return dc->decode_sum(pay.data(), plen.data(), P, n, p, out);
+        if (c.be == &backend_cpu()) return dc->decode_sum(pay.data(), plen.data(), P, n, p, out);
+        /* device data: the same sum on the host (a CPU function), then copied up, so a GPU
+         * rank holds the bits of a CPU rank */
+        std::vector<float> sum;
+        try {
+            sum.resize(n);
+        } catch (const std::bad_alloc &) {
+            return Status::no_memory;
+        }
+        CMPI_CHECK(dc->decode_sum(pay.data(), plen.data(), P, n, p, sum.data()));
+        return coll_upload(c, sum.data(), n, out);
     }
     for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
     return Status::ok;

@@ -99,7 +99,7 @@ bool quantise_once(const CodecOps &codec) { return coll_quantise_once(codec); }
  * 64 and of the codec's bucket (qsgd: norms per bucket), chunk_bytes long. */
 size_t gather_segment(const CollCtx &c, size_t n) {
     const uint64_t bytes = c.st->settings.chunk_bytes;
-    if (!bytes || c.be != &backend_cpu()) return 0; /* device encoders take no fixed scale */
+    if (!bytes) return 0; /* not the backend: host and device ranks must run the same exchanges */
     size_t align = 64;
     if (c.codec->id == CodecId::qsgd || c.codec->id == CodecId::terngrad) { /* param: elements per bucket */
         if (!c.params.param && c.codec->id == CodecId::qsgd) return 0; /* one norm for the whole buffer */
@@ -110,6 +110,27 @@ size_t gather_segment(const CollCtx &c, size_t n) {
 }
 
 Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src, float *out, size_t n, size_t seg);
+
+/* CodecOps::whole_scale of backend data. It is a CPU function: device data is either encoded
+ * whole on the device (q8: the payload starts with exactly that scale, the kernels giving
+ * the CPU's bytes; n bytes come down instead of 4 n) or read through a host copy. */
+Status whole_scale(CollCtx &c, const float *src, size_t n, const CodecParams &p, float *s) {
+    if (c.be == &backend_cpu()) return c.codec->whole_scale(src, n, p, s);
+    if (c.codec->id == CodecId::q8) {
+        const size_t cap = blob_max_bytes(*c.codec, n, p);
+        uint8_t *blob = c.st->ws_aux_blob.get(cap);
+        if (!blob) return Status::no_memory;
+        size_t len = 0;
+        const uint8_t f = c.be->encode(c.be_ctx, *c.codec, p, src, n, blob, cap, &len);
+        if (f & BLOB_NONFINITE) return Status::nonfinite;
+        if (f || len < kBlobHeaderBytes + sizeof(float)) return Status::corrupt;
+        std::memcpy(s, blob + kBlobHeaderBytes, sizeof(float));
+        return Status::ok;
+    }
+    HostStage hs;
+    CMPI_CHECK(coll_stage_down(c, src, n, hs));
+    return c.codec->whole_scale(hs.data(), n, p, s);
+}
 
 Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size, r = c.rank;
@@ -178,7 +199,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
     if (c.codec->whole_scale) {
         float s = 0;
         ScopedTimer t(c.stats->ns_encode);
-        const Status st = c.codec->whole_scale(src, n, p, &s);
+        const Status st = whole_scale(c, src, n, p, &s);
         if (st == Status::nonfinite) whole_flag = BLOB_NONFINITE;
         else if (st != Status::ok) whole_flag = BLOB_ABANDON;
         else p.fixed_scale = s;
@@ -235,8 +256,10 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
         if (flags) { /* every rank saw the same flags: the exact collective for this segment */
             ScopedTimer t(c.stats->ns_comm);
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + lo_of(k));
-            int rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(sb, out + lo_of(k), static_cast<int>(len_of(k)),
-                                                                 MPI_FLOAT, MPI_SUM, c.comm));
+            const int len = static_cast<int>(len_of(k));
+            int rc = coll_mpi_floats(c, sb, out + lo_of(k), len_of(k), [&](const void *s_, float *o_) {
+                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, MPI_FLOAT, MPI_SUM, c.comm));
+            });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + lo_of(k), c.ef_res + lo_of(k), len_of(k));
             all_flags |= flags;
@@ -244,7 +267,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
             continue;
         }
         ScopedTimer t(c.stats->ns_decode);
-        if (c.codec->decode_sum) /* one pass over the segment's output, the same bits */
+        if (c.codec->decode_sum && c.be == &backend_cpu()) /* one pass over the output, the same bits */
             CMPI_CHECK(c.codec->decode_sum(pay.data(), plen.data(), P, len_of(k), p, out + lo_of(k)));
         else
             for (int j = 0; j < P; ++j) /* rank order: the same sum on every rank */
@@ -405,8 +428,10 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             /* exact path for this segment (its input is still intact) */
             ScopedTimer t(c.stats->ns_comm);
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + g.lo);
-            int rc = COMPMPI_FAULT_MPI(
-                allreduce, PMPI_Allreduce(sb, out + g.lo, static_cast<int>(g.n), MPI_FLOAT, MPI_SUM, c.comm));
+            const int len = static_cast<int>(g.n);
+            int rc = coll_mpi_floats(c, sb, out + g.lo, g.n, [&](const void *s_, float *o_) {
+                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, MPI_FLOAT, MPI_SUM, c.comm));
+            });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             /* the exact path sent `in`, not input + residual: the residual is still owed */
             if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + g.lo, c.ef_res + g.lo, g.n);

@@ -51,6 +51,9 @@ const GpuCodec *const kGpuCodecs[] = {&gpu_codec_none, &gpu_codec_bitpack, &gpu_
 }  // namespace
 
 const GpuCodec *gpu_codec(int id, const CodecParams &p) {
+    /* a scale fixed by the caller (the whole contribution's, for an encode in segments): the
+     * q8 kernels take it; any other codec given one runs the host fallback, which does */
+    if (p.fixed_scale >= 0 && id != static_cast<int>(CodecId::q8)) return nullptr;
     for (const GpuCodec *g : kGpuCodecs)
         if (static_cast<int>(g->id) == id) return g->supports(p) ? g : nullptr;
     return nullptr;
@@ -267,7 +270,8 @@ bool h2d(Ctx *x, void *dst, const void *src, size_t bytes) {
 
 float *host_floats(Ctx *x, size_t n) {
     try {
-        if (x->host_tmp.size() < n) x->host_tmp.resize(n);
+        /* at least one element: an empty vector's data() is nullptr, which means failure here */
+        if (x->host_tmp.size() < std::max<size_t>(n, 1)) x->host_tmp.resize(std::max<size_t>(n, 1));
     } catch (const std::bad_alloc &) {
         x->core->log_error("CUDA backend: out of host memory staging %zu floats", n);
         return nullptr;

@@ -107,9 +107,19 @@ __host__ __device__ inline double dmul(double a, double b) {
     return a * b;
 #endif
 }
+/* A NaN result with the bits x86 gives (the CPU path and a CPU rank): an input NaN made quiet,
+ * the first operand's when both are NaN; Inf - Inf the "default NaN" 0xFFC00000. The GPU's
+ * own rule (one canonical 0x7FFFFFFF) would leave a GPU rank with other NaN bits than a CPU
+ * rank in the same communicator. Called only when the result is NaN. */
+__host__ __device__ inline float x86_nan(float a, float b) {
+    if (a != a) return u2f(f2u(a) | 0x00400000u);
+    if (b != b) return u2f(f2u(b) | 0x00400000u);
+    return u2f(0xFFC00000u);
+}
 __host__ __device__ inline float fadd(float a, float b) {
 #ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
+    const float s = __fadd_rn(a, b);
+    return s == s ? s : x86_nan(a, b);
 #else
     return a + b;
 #endif
@@ -130,7 +140,8 @@ __host__ __device__ inline float fdiv(float a, float b) {
 }
 __host__ __device__ inline float fsub(float a, float b) {
 #ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
+    const float s = __fsub_rn(a, b);
+    return s == s ? s : x86_nan(a, b);
 #else
     return a - b;
 #endif

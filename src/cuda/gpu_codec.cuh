@@ -85,6 +85,8 @@ const char *gpu_codec_names();
 /* *mx = max(*mx, max_i bits(x_i) & 0x7FFFFFFF): the integer max-abs of fp16/q8 (order-free;
  * >= 0x7F800000 means NaN/Inf). *mx must be zeroed before. */
 cudaError_t launch_maxabs(const float *x, size_t n, uint32_t *mx, cudaStream_t s);
+/* *w = v, in stream order. */
+cudaError_t launch_set_word(uint32_t *w, uint32_t v, cudaStream_t s);
 uint32_t maxabs_host(const float *x, size_t n);
 cudaError_t launch_add(float *dst, const float *src, size_t n, cudaStream_t s);           /* dst += src */
 cudaError_t launch_sum(float *dst, const float *a, const float *b, size_t n, cudaStream_t s); /* a + b */

@@ -15,7 +15,7 @@ CUDA_MODULE_SRCS = src/cuda/backend_cuda.cu src/cuda/reduce.cu \
 	kernels/rangefloat/cuda/rangefloat.cu
 CUDA_MODULE_HDRS = src/cuda/module_abi.h src/cuda/cuda_util.cuh src/cuda/gpu_codec.cuh src/cuda/stoch.cuh
 EXTRA_DIST += $(CUDA_MODULE_SRCS) $(CUDA_MODULE_HDRS) src/cuda/module.map bench/cuda_bench.cu \
-	tests/unit/test_cuda_fakedrv.cc
+	tests/unit/test_cuda_fakedrv.cc tests/gpu/t_gpu_coll.c tests/gpu/run_device.sh tests/gpu/pack.sh
 
 # ---- unit test: CPU part always, GPU part when the module is built and a GPU is present
 check_PROGRAMS += tests/unit/test_cuda
@@ -71,7 +71,15 @@ bench/cuda_bench: $(srcdir)/bench/cuda_bench.cu $(CUDA_BENCH_OBJS) $(CUDA_DEP_HD
 	@$(MKDIR_P) bench
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -o $@ $(srcdir)/bench/cuda_bench.cu $(CUDA_BENCH_OBJS) -cudart static
 
-all-local: libcompmpi_cuda.so bench/cuda_bench
+# MPI collectives on device buffers (host/device/managed/mixed runs compared by
+# tests/gpu/run_device.sh on a machine with a GPU; here it is only built). Plain C with the
+# MPI compiler wrapper, the static CUDA runtime; it runs under LD_PRELOAD of libcompmpi.
+tests/gpu/t_gpu_coll: $(srcdir)/tests/gpu/t_gpu_coll.c $(srcdir)/tests/mpi/mpitest.h
+	@$(MKDIR_P) tests/gpu
+	$(AM_V_GEN)$(CC) -std=gnu11 -O2 -I$(CUDA_HOME)/include -o $@ $(srcdir)/tests/gpu/t_gpu_coll.c \
+		$(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt -lpthread -lm
+
+all-local: libcompmpi_cuda.so bench/cuda_bench tests/gpu/t_gpu_coll
 
 install-exec-local: libcompmpi_cuda.so
 	$(MKDIR_P) '$(DESTDIR)$(libdir)'
@@ -81,5 +89,5 @@ uninstall-local:
 	rm -f '$(DESTDIR)$(libdir)/libcompmpi_cuda.so'
 
 clean-local:
-	rm -f libcompmpi_cuda.so .libs/libcompmpi_cuda.so $(CUDA_MODULE_OBJS) bench/cuda_bench
+	rm -f libcompmpi_cuda.so .libs/libcompmpi_cuda.so $(CUDA_MODULE_OBJS) bench/cuda_bench tests/gpu/t_gpu_coll
 endif

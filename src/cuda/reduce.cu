@@ -113,6 +113,15 @@ cudaError_t launch_maxabs(const float *x, size_t n, uint32_t *mx, cudaStream_t s
     return cudaGetLastError();
 }
 
+namespace {
+__global__ void set_word_kernel(uint32_t *w, uint32_t v) { *w = v; }
+}  // namespace
+
+cudaError_t launch_set_word(uint32_t *w, uint32_t v, cudaStream_t s) {
+    set_word_kernel<<<1, 1, 0, s>>>(w, v);
+    return cudaGetLastError();
+}
+
 uint32_t maxabs_host(const float *x, size_t n) {
     uint32_t m = 0;
     for (size_t i = 0; i < n; ++i) m = std::max(m, f2u(x[i]) & 0x7FFFFFFFu);

@@ -43,9 +43,22 @@ __host__ __device__ inline F16Scale f16_scale(uint32_t mx) {
                     k == kMaxK ? 32752.0f : 65504.0f};
 }
 
-/* IEEE round-to-nearest-even (cvt.rn.f16.f32 on the GPU, cuda_fp16's software path on the
- * host); |y| <= 65504 here, so never Inf. */
-__host__ __device__ inline uint16_t to_half(float y) { return __half_as_ushort(__float2half_rn(y)); }
+/* IEEE round-to-nearest-even to fp16 in integer arithmetic, the same code on the GPU and in
+ * the host model; |y| <= 65504 here (clamped), so never Inf. The first GPU run (H100, CUDA
+ * 13.0) of the earlier __float2half_rn version wrote halves whose low byte differed from
+ * the CPU's F16C conversion (docs/gpu.md, "What the GPU runs found"); the host model, which
+ * runs cuda_fp16's software path, had matched. Integer code leaves nothing to the intrinsic. */
+__host__ __device__ inline uint16_t to_half(float y) {
+    const uint32_t u = f2u(y), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+    if (a >= 0x38800000u) { /* |y| >= 2^-14: a normal half; a rounding carry bumps the exponent */
+        const uint32_t r = a - (112u << 23);
+        return static_cast<uint16_t>(sign | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13));
+    }
+    if (a < 0x33000000u) return static_cast<uint16_t>(sign); /* below 2^-25: zero (2^-25 ties to even 0) */
+    /* subnormal half m * 2^-24: the float's 24-bit significand shifted right by 126 - e */
+    const uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u, sh = 126u - e;
+    return static_cast<uint16_t>(sign | ((m + (1u << (sh - 1)) - 1u + ((m >> sh) & 1u)) >> sh));
+}
 
 /* The CPU's fp16_to_float: exact, NaN made quiet. */
 __host__ __device__ inline float from_half(uint32_t h) {

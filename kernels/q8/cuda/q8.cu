@@ -152,6 +152,7 @@ struct Encode {
     const uint32_t *bnd, *sc;  /* offset steps (shared memory on the GPU) */
     int nsc;
     bool vec;
+    bool fixed = false; /* *mx holds the scale's bits (CodecParams::fixed_scale), not max |x| */
 
     __host__ __device__ uint32_t code_of(float x, float scale, float inv, bool divide) const {
         const uint32_t u = f2u(x);
@@ -179,13 +180,13 @@ struct Encode {
 
     __host__ __device__ bool operator()(size_t g) const {
         const uint32_t m = *mx;
-        const uint32_t sb = m >= kExp ? m : scale_bits(m);
+        const uint32_t sb = fixed || m >= kExp ? m : scale_bits(m);
         const float scale = u2f(sb);
         const float inv = sb ? fdiv(1.0f, scale) : 0.0f;
         const bool divide = f2u(inv) == kExp; /* +Inf: a denormal max */
         if (g == 0) {
             store_vec(out, sb);
-            if (m >= kExp) *bad = 1;
+            if (!fixed && m >= kExp) *bad = 1; /* a fixed scale was checked on the whole input */
         }
         uint8_t *codes = out + q8::kScaleBytes;
         const size_t i0 = 4 * g;
@@ -277,10 +278,13 @@ cudaError_t q8_encode(const GpuEncodeArgs &a) {
     const Q8Tables *T = a.cpu ? tables(*a.cpu, a.p->variant) : nullptr;
     if (!T) return cudaErrorNotSupported;
     uint32_t *mx = a.words;
-    cudaError_t e = launch_maxabs(a.in, a.n, mx, a.stream);
+    /* a segment of a contribution encoded in pieces takes the whole contribution's scale, as
+     * the CPU encoder does (CodecParams::fixed_scale): no max-abs pass, the word holds it */
+    const bool fixed = a.p->fixed_scale >= 0;
+    cudaError_t e = fixed ? launch_set_word(mx, f2u(a.p->fixed_scale), a.stream) : launch_maxabs(a.in, a.n, mx, a.stream);
     if (e != cudaSuccess) return e;
     const size_t items = a.n ? (a.n + 3) / 4 : 1; /* n = 0 still writes the scale */
-    const Encode body{a.in, a.n, a.out, mx, a.bad, nullptr, nullptr, nullptr, nullptr, 0, aligned(a.in, 16)};
+    const Encode body{a.in, a.n, a.out, mx, a.bad, nullptr, nullptr, nullptr, nullptr, 0, aligned(a.in, 16), fixed};
     encode_kernel<<<grid_for(items), kThreads, 0, a.stream>>>(body, items, *T);
     return cudaGetLastError();
 }
@@ -303,9 +307,11 @@ cudaError_t q8_decode(const GpuDecodeArgs &a, bool *corrupt) {
 bool q8_encode_host(const CodecOps &c, const float *in, size_t n, const CodecParams &p, uint8_t *out) {
     const Q8Tables *T = tables(c, p.variant);
     if (!T) return true;
-    const uint32_t mx = maxabs_host(in, n);
+    const bool fixed = p.fixed_scale >= 0;
+    const uint32_t mx = fixed ? f2u(p.fixed_scale) : maxabs_host(in, n);
     uint32_t bad = 0;
-    run_for_each_host(n ? (n + 3) / 4 : 1, Encode{in, n, out, &mx, &bad, T->tb, T->code, T->bnd, T->sc, T->nsc, aligned(in, 16)});
+    run_for_each_host(n ? (n + 3) / 4 : 1,
+                      Encode{in, n, out, &mx, &bad, T->tb, T->code, T->bnd, T->sc, T->nsc, aligned(in, 16), fixed});
     return bad != 0;
 }
 
