@@ -328,6 +328,24 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     }
 }
 
+/* Swaps the communicator's pinned blob workspaces in for the duration of a device call. */
+struct PinnedWorkspaces {
+    CommState &st;
+    PinnedWorkspaces(CommState &s, const CudaModule &m) : st(s) {
+        for (Buffer *b : {&st.ws_pin_send, &st.ws_pin_recv, &st.ws_pin_aux_blob})
+            if (!b->has_allocator()) b->use_allocator(m.mem_alloc, m.mem_free, kMemPinned);
+        swap_all();
+    }
+    ~PinnedWorkspaces() { swap_all(); }
+    PinnedWorkspaces(const PinnedWorkspaces &) = delete;
+    PinnedWorkspaces &operator=(const PinnedWorkspaces &) = delete;
+    void swap_all() {
+        std::swap(st.ws_send, st.ws_pin_send);
+        std::swap(st.ws_recv, st.ws_pin_recv);
+        std::swap(st.ws_aux_blob, st.ws_pin_aux_blob);
+    }
+};
+
 /* Where the user's buffers live decides the backend, never whether the call is compressed:
  * ranks do not agree on memory placement, so every rank must run the same algorithm. */
 int run_compressed(const CollArgs &a, CommState &st) {
@@ -344,6 +362,9 @@ int run_compressed(const CollArgs &a, CommState &st) {
             st.gpu_destroy = m->ctx_destroy;
         }
         if (!st.gpu_ctx) abort_device(a, "the CUDA module could not create a context");
+        /* blob workspaces in pinned memory for this call: the backend's payload copies then
+         * go straight between them and the GPU, without its staging ring (docs/gpu.md) */
+        PinnedWorkspaces pin(st, *m);
         return run_on(a, st, *m->backend, st.gpu_ctx, m, key);
     }
     /* one buffer on the host, one on the device: compress on the host */

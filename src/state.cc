@@ -72,15 +72,22 @@ int delete_cb(MPI_Comm, int, void *attr, void *) {
 }
 }  // namespace
 
-void Buffer::Free::operator()(uint8_t *p) const { std::free(p); }
+void BufferFree::operator()(uint8_t *p) const {
+    if (fn) fn(p, kind);
+    else std::free(p);
+}
 
 uint8_t *Buffer::get(size_t bytes) {
     if (bytes <= cap_ && p_) return p_.get();
     size_t want = bytes + bytes / 8 + 64;
     want = (want + 63) / 64 * 64;
-    void *m = std::aligned_alloc(64, want);
+    p_.reset(); /* the old block first: pinned memory is not cheap to hold twice */
+    cap_ = 0;
+    void *m = alloc_ ? alloc_(want, kind_) : nullptr;
+    const bool custom = m != nullptr; /* the allocator failed (pinned memory exhausted): plain memory still works */
+    if (!m) m = std::aligned_alloc(64, want);
     if (!m) return nullptr;
-    p_.reset(static_cast<uint8_t *>(m));
+    p_ = std::unique_ptr<uint8_t, BufferFree>(static_cast<uint8_t *>(m), BufferFree{custom ? free_ : nullptr, kind_});
     cap_ = want;
     return p_.get();
 }
@@ -374,6 +381,7 @@ extern "C" __attribute__((visibility("default"))) int compmpi_test_state_sizes(M
         all[kSizeSched] = static_cast<long long>(st->sched.calls.size());
         all[kSizeCost] = st->cost ? static_cast<long long>(st->cost->entries.size()) : 0;
         size_t ws = st->ws_send.capacity() + st->ws_recv.capacity() + st->ws_aux_blob.capacity() +
+                    st->ws_pin_send.capacity() + st->ws_pin_recv.capacity() + st->ws_pin_aux_blob.capacity() +
                     st->ef_scratch.capacity() * sizeof(float);
         for (const Buffer &b : st->ws_f) ws += b.capacity();
         all[kSizeWorkspace] = static_cast<long long>(ws);

@@ -20,16 +20,34 @@
 namespace compmpi {
 
 /* Grow-only, uninitialised, 64-byte aligned scratch memory reused across calls. */
+/* How a Buffer's block goes back: std::free, or the allocator's own free. (Outside Buffer:
+ * a nested class with member initializers is not default-constructible inside it.) */
+struct BufferFree {
+    void (*fn)(void *p, int kind) = nullptr;
+    int kind = 0;
+    void operator()(uint8_t *p) const;
+};
+
 class Buffer {
   public:
+    using AllocFn = void *(*)(size_t bytes, int kind);
+    using FreeFn = void (*)(void *p, int kind);
     uint8_t *get(size_t bytes);
     size_t capacity() const { return cap_; }
     template <class T> T *as(size_t count) { return reinterpret_cast<T *>(get(count * sizeof(T))); }
+    /* Memory from alloc(bytes, kind) / free(p, kind) instead of aligned_alloc (the CUDA
+     * module's pinned host memory, which its backend DMAs directly); set before first use. */
+    void use_allocator(AllocFn alloc, FreeFn free, int kind) {
+        alloc_ = alloc, free_ = free, kind_ = kind;
+    }
+    bool has_allocator() const { return alloc_ != nullptr; }
 
   private:
-    struct Free { void operator()(uint8_t *p) const; };
-    std::unique_ptr<uint8_t, Free> p_;
+    std::unique_ptr<uint8_t, BufferFree> p_;
     size_t cap_ = 0;
+    AllocFn alloc_ = nullptr;
+    FreeFn free_ = nullptr;
+    int kind_ = 0;
 };
 
 /* Error-feedback residuals are keyed by the rank's own buffer (address, count) within one
@@ -97,6 +115,9 @@ struct CommState {
     std::vector<float> ef_scratch;                                        /* the next residual */
     size_t ef_floats = 0; /* sum of the residuals' sizes in ef (kMaxResidualBytes) */
     Buffer ws_send, ws_recv, ws_aux_blob; /* host blob workspaces */
+    /* the same three in pinned host memory, swapped in for calls on device buffers (the CUDA
+     * backend copies payloads straight between them and the GPU: src/interpose.cc) */
+    Buffer ws_pin_send, ws_pin_recv, ws_pin_aux_blob;
     std::unique_ptr<CostModel> cost;      /* measured times (src/costmodel.h), created on first use */
     /* hierarchy (created on first use, freed with the state) */
     int hier_known = 0;                    /* 0 = not yet split */

@@ -320,10 +320,10 @@ void sparsify(const CodecOps &c, std::vector<float> &x, size_t off, size_t n) {
 
 void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
     NEED_MODULE();
-    int checked = 0;
+    int checked = 0, fixed = 0;
     for (const CodecOps *c : all_codecs())
-        for (const CodecParams &p : kernel_params(*c)) {
-            if (!g_mod->has_kernels(static_cast<int>(c->id), &p)) continue;
+        for (const CodecParams &p0 : kernel_params(*c)) {
+            if (!g_mod->has_kernels(static_cast<int>(c->id), &p0)) continue;
             for (size_t n : kSizes)
                 for (size_t off : {size_t{0}, size_t{1}}) { /* aligned: vector path; off 1: element path */
                     auto x = gradient_data(n + off, 500 + n);
@@ -332,22 +332,39 @@ void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
                      * plus tail); the other aligned cases compare bytes of finite data */
                     if (n > 9 && (off == 1 || n % 4 == 1)) x[off + n / 2] = (n & 1) ? NAN : INFINITY;
                     else tame(*c, x);
-                    const size_t cap = c->max_payload(n, p) + 16;
-                    std::vector<uint8_t> ref(cap + 1, 0xCD), got(cap + 1 + off, 0xCD);
-                    size_t lr = 0, lg = 0;
-                    const Status sr = c->encode(x.data() + off, n, p, ref.data(), cap, &lr);
-                    const Status sg = g_mod->model->encode(*c, p, x.data() + off, n, got.data() + off, cap, &lg);
-                    assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
-                    if (sr != Status::ok) continue; /* NaN/Inf: the payload is unspecified */
-                    assert_int_equal(lg, lr);
-                    if (!testutil::same_bytes(ref.data(), got.data() + off, lr))
-                        fail_msg("%s bits=%d variant=%d param=%u clip=%g shared=%g n=%zu off=%zu: payload differs", c->name,
-                                 p.bits, p.variant, p.param, p.clip, p.shared_scale, n, off);
-                    ++checked;
+                    /* and, for a codec with a whole-contribution scale (q8), this data as a
+                     * segment of a larger contribution: a fixed scale 3x the data's own */
+                    std::vector<CodecParams> ps{p0};
+                    if (c->whole_scale) {
+                        std::vector<float> big(x.begin() + static_cast<std::ptrdiff_t>(off), x.end());
+                        for (float &f : big) f *= 3.0f;
+                        float sc = 0;
+                        if (c->whole_scale(big.data(), n, p0, &sc) == Status::ok && sc > 0) {
+                            ps.push_back(p0);
+                            ps.back().fixed_scale = sc;
+                            ++fixed;
+                        }
+                    }
+                    for (const CodecParams &p : ps) {
+                        const size_t cap = c->max_payload(n, p) + 16;
+                        std::vector<uint8_t> ref(cap + 1, 0xCD), got(cap + 1 + off, 0xCD);
+                        size_t lr = 0, lg = 0;
+                        const Status sr = c->encode(x.data() + off, n, p, ref.data(), cap, &lr);
+                        const Status sg = g_mod->model->encode(*c, p, x.data() + off, n, got.data() + off, cap, &lg);
+                        assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+                        if (sr != Status::ok) continue; /* NaN/Inf: the payload is unspecified */
+                        assert_int_equal(lg, lr);
+                        if (!testutil::same_bytes(ref.data(), got.data() + off, lr))
+                            fail_msg("%s bits=%d variant=%d param=%u clip=%g shared=%g fixed=%g n=%zu off=%zu: payload "
+                                     "differs",
+                                     c->name, p.bits, p.variant, p.param, p.clip, p.shared_scale, p.fixed_scale, n, off);
+                        ++checked;
+                    }
                 }
         }
-    print_message("%d payloads compared\n", checked);
+    print_message("%d payloads compared (%d with a fixed scale)\n", checked, fixed);
     assert_true(checked > 0);
+    assert_true(fixed > 0);
 }
 
 /* Values around every rounding decision: fp32 patterns in [0, 1] at a fixed stride, both
