@@ -32,7 +32,7 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error", "fft_differ"};
+constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error", "fft_differ", "stage_mpi"};
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -47,10 +47,10 @@ bool parse(const char *text, Spec *s, std::string *err) {
         pos = end + 1;
         if (first) {
             first = false;
-            for (int k = 1; k < 5; ++k)
+            for (int k = 1; k < 6; ++k)
                 if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
             if (s->kind == FaultKind::none) {
-                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error, fft_differ)";
+                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi)";
                 return false;
             }
             continue;
@@ -79,6 +79,10 @@ bool parse(const char *text, Spec *s, std::string *err) {
         }
     }
     if (s->kind == FaultKind::fft_differ) have_call = true, s->call = 0; /* the first probe */
+    if (s->kind == FaultKind::stage_mpi) { /* a mode of every rank and call, not an event */
+        if (have_rank || have_call) return *err = "stage_mpi takes no rank= or call=", false;
+        have_rank = have_call = true;
+    }
     if (!have_rank || !have_call) return *err = "rank= and call= are required", false;
     return true;
 }
@@ -145,6 +149,8 @@ void fault_corrupt_blob(uint8_t *blob, size_t cap) {
     if (cap < kBlobHeaderBytes) return;
     blob[16] ^= 0x01; /* the header's element count: a receiver expects another */
 }
+
+bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
 
 int fault_state() { return g_spec.kind == FaultKind::none ? -1 : g_fired ? 1 : 0; }
 

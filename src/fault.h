@@ -13,6 +13,11 @@
  *     fft_differ    rank R's fft_topk probe hash (state_agree_fft) is changed, as if its CPU
  *                   or FFTW build differed from the others' (call= not needed: it fires at
  *                   the first probe)
+ *     stage_mpi     every rank, every call (no rank= or call=; it never fires): the MPI calls
+ *                   that compressed algorithms make on float data (exact fallbacks of
+ *                   segments, the hierarchy's node reduce / leader allreduce / node bcast)
+ *                   run on host copies, as for device data with an MPI that is not
+ *                   CUDA-aware (coll_mpi_floats), so CI machines without a GPU run that path
  *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
  *   call that entered a compressed algorithm, all communicators together). The fault fires
  *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
@@ -27,7 +32,7 @@
 
 namespace compmpi {
 
-enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ };
+enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */
@@ -40,6 +45,9 @@ void fault_call_begin(const char *coll);           /* a compressed collective st
 bool fault_fire(FaultKind kind, FaultWhere where); /* true once: inject now (prints one warning) */
 int fault_mpi_rc(FaultWhere where, int rc);        /* rc, or MPI_ERR_OTHER when injecting */
 void fault_corrupt_blob(uint8_t *blob, size_t cap);
+
+/* COMPMPI_FAULT=stage_mpi is set (read only when COMPMPI_FAULT_ON()). */
+bool fault_stage_mpi();
 
 /* For tests: the fault's state (0 armed, 1 fired, -1 none configured). */
 int fault_state();

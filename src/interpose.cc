@@ -211,7 +211,8 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     plan.params.threads = kernel_threads();
     plan.params.stream_out = !m && result_n * sizeof(float) >= stream_store_min_bytes();
     CollCtx c{a.comm, &st, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
-    c.stage_mpi = &be != &backend_cpu() && !mpi_cuda_aware(); /* device data, MPI cannot read it */
+    /* device data that MPI cannot read; or, test-only, host data (COMPMPI_FAULT=stage_mpi) */
+    c.stage_mpi = (&be != &backend_cpu() && !mpi_cuda_aware()) || (COMPMPI_FAULT_ON() && fault_stage_mpi());
     if (COMPMPI_FAULT_ON()) fault_call_begin(coll_name(a.kind)); /* test-only (src/fault.h) */
 
     /* error feedback: residual per buffer (same key as awp), allreduce of lossy codecs;
