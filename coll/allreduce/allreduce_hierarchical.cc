@@ -37,21 +37,16 @@ Status clamp_copy(CollCtx &c, const float *src, size_t n, float cs, float *dst) 
     auto clamp = [cs](const float *x, float *y, size_t m) {
         for (size_t i = 0; i < m; ++i) y[i] = std::min(std::max(x[i], -cs), cs);
     };
-    if (c.be == &backend_cpu()) {
+    if (c.be == &backend_cpu() && !c.stage_mpi) {
         clamp(src, dst, n);
         return Status::ok;
     }
-    /* data in another memory (GPU): through a host copy, the `none` codec's verbatim blob */
-    const CodecOps &none = *codec_by_id(static_cast<int>(CodecId::none));
-    const CodecParams np{};
-    const size_t cap = blob_max_bytes(none, n, np);
-    uint8_t *blob = c.st->ws_aux_blob.get(cap);
-    if (!blob) return Status::no_memory;
-    size_t len = 0;
-    if (c.be->encode(c.be_ctx, none, np, src, n, blob, cap, &len) != 0) return Status::corrupt;
-    float *h = reinterpret_cast<float *>(blob + kBlobHeaderBytes); /* 32-byte header: aligned */
-    clamp(h, h, n);
-    return c.be->decode(c.be_ctx, blob, len, n, dst, false, np);
+    /* data in another memory (GPU): through a host copy (coll_stage_down/up); host data takes
+     * this path too under the test-only COMPMPI_FAULT=stage_mpi, so CI runs it */
+    HostStage hs;
+    CMPI_CHECK(coll_stage_down(c, src, n, hs));
+    clamp(hs.data(), hs.data(), n);
+    return coll_stage_up(c, hs, dst, n);
 }
 
 /* dst = src clipped at this rank's threshold (prepare() on its whole contribution). A
