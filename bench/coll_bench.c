@@ -26,6 +26,16 @@
  *           allreduce with --inplace is not allowed) and counts their time / B:
  *           small messages, whose single-call time is near the clock's and the
  *           barrier's resolution.
+ * --paired  every iteration times two arms in the same job: MPI's own collective,
+ *           called as PMPI_* (a preloaded libcompmpi defines only the MPI_* names, so
+ *           these calls are plain MPI), and the MPI_* call (libcompmpi's, when it is
+ *           preloaded); the arms alternate which goes first. Both see the same
+ *           job speed state, which separate jobs on a small VM do not. Without a
+ *           preloaded library both arms are plain MPI (a control: ratio ~1).
+ *           Output adds t_plain_med_s, t_plain_min_s, ratio_med (the median over
+ *           iterations of lib time / plain time) and ratio_lo/ratio_hi (a distribution-free
+ *           95% confidence interval of that median); t_*_s are the MPI_* arm's.
+ *           Not with --check.
  *
  * Output (rank 0, one line per collective and size, flushed immediately):
  *   coll=allreduce bytes=67108864 ranks=2 iters=5 t_min_s=... t_med_s=...
@@ -191,6 +201,52 @@ static int cmp_double(const void *a, const void *b)
 #define CHUNK 65536
 
 /* local sum of squares of (result - exact) and of exact, in double */
+static double median_sorted(const double *v, int n)
+{
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Distribution-free 95% confidence interval of the median of n sorted values: the order
+ * statistics v[j-1], v[n-j] with j the largest rank for which P(Binomial(n, 1/2) < j) <= 0.025
+ * (j = 1, the full range, when n is too small for 95%). */
+static void median_ci(const double *v, int n, double *lo, double *hi)
+{
+    double p = pow(0.5, n), cdf = 0; /* P(B = i), P(B < j) */
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        if (cdf + p > 0.025) break;
+        cdf += p;
+        j = i + 1;
+        p = p * (n - i) / (i + 1);
+    }
+    if (j < 1) j = 1;
+    *lo = v[j - 1];
+    *hi = v[n - j];
+}
+
+/* MPI's own collective, past any PMPI interposer (--paired) */
+static void run_pmpi(enum coll_kind ck, int inplace, float *src, float *dst, int cnt, int blk, int root)
+{
+    switch (ck) {
+    case C_ALLREDUCE:
+        PMPI_Allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case C_ALLGATHER:
+        if (inplace)
+            PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
+        else
+            PMPI_Allgather(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
+        break;
+    case C_BCAST:
+        PMPI_Bcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD);
+        break;
+    case C_RSB:
+        PMPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    default: break;
+    }
+}
+
 static void check_error(enum coll_kind ck, enum data_kind dk, uint64_t seed, int root, size_t n,
                         const float *res, double *err2, double *ref2)
 {
@@ -248,7 +304,7 @@ static void usage(void)
         fprintf(stderr,
                 "usage: coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,...]\n"
                 "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
-                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B]\n");
+                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired]\n");
 }
 
 int main(int argc, char **argv)
@@ -259,7 +315,7 @@ int main(int argc, char **argv)
 
     int colls[C_NKINDS], ncolls = 0;
     size_t sizes[64];
-    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1;
+    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0;
     enum data_kind dk = D_GRADIENT;
     uint64_t seed = 42;
     const char *coll_arg = "all", *sizes_arg = "4M,16M,64M";
@@ -284,6 +340,7 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(o, "--check")) check = 1;
         else if (!strcmp(o, "--inplace")) inplace = 1;
+        else if (!strcmp(o, "--paired")) paired = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) { usage(); MPI_Finalize(); return 0; }
         else { usage(); die("unknown option '%s'", o); }
 #undef NEEDV
@@ -293,6 +350,7 @@ int main(int argc, char **argv)
     if (root < 0 || root >= g_size) die("--root out of range%s", "");
     if (batch < 1) die("--batch must be >= 1%s", "");
     if (batch > 1 && inplace) die("--batch with --inplace would sum the sums%s", "");
+    if (paired && check) die("--paired does not go with --check%s", "");
 
     /* collectives */
     {
@@ -329,13 +387,15 @@ int main(int argc, char **argv)
         char *nl = strchr(ver, '\n');
         if (nl) *nl = 0;
         const char *pre = getenv("LD_PRELOAD");
-        printf("# coll_bench ranks=%d iters=%d warmup=%d batch=%d data=%s seed=%llu check=%d inplace=%d preload=%s mpi=\"%s\"\n",
-               g_size, iters, warmup, batch, data_names[dk], (unsigned long long)seed, check, inplace,
+        printf("# coll_bench ranks=%d iters=%d warmup=%d batch=%d data=%s seed=%llu check=%d inplace=%d paired=%d preload=%s mpi=\"%s\"\n",
+               g_size, iters, warmup, batch, data_names[dk], (unsigned long long)seed, check, inplace, paired,
                pre && *pre ? pre : "none", ver);
         fflush(stdout);
     }
 
     double *times = malloc(sizeof(double) * iters), *tmax = malloc(sizeof(double) * iters);
+    double *ptimes = malloc(sizeof(double) * iters), *ptmax = malloc(sizeof(double) * iters);
+    double *ratios = malloc(sizeof(double) * iters);
 
     for (int ci = 0; ci < ncolls; ci++) {
         enum coll_kind ck = colls[ci];
@@ -365,7 +425,10 @@ int main(int argc, char **argv)
                 dst = xmalloc(bytes);
             }
 
-            for (int it = 0; it < warmup + iters; it++) {
+            for (int it = 0; it < warmup + iters; it++)
+            for (int arm = 0; arm < 1 + paired; arm++) {
+                /* paired: arm 0 and 1 alternate between PMPI (plain) and MPI (library) */
+                const int plain = paired && ((it + arm) % 2 == 0);
                 /* restore the input (not timed) */
                 switch (ck) {
                 case C_ALLREDUCE:
@@ -383,6 +446,8 @@ int main(int argc, char **argv)
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 for (int b = 0; b < batch; b++)
+                if (plain) run_pmpi(ck, inplace, src, dst, cnt, blk, root);
+                else
                 switch (ck) {
                 case C_ALLREDUCE:
                     MPI_Allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -403,9 +468,10 @@ int main(int argc, char **argv)
                 default: break;
                 }
                 double t = (MPI_Wtime() - t0) / batch;
-                if (it >= warmup) times[it - warmup] = t;
+                if (it >= warmup) (plain ? ptimes : times)[it - warmup] = t;
             }
             MPI_Reduce(times, tmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (paired) MPI_Reduce(ptimes, ptmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
             char err_s[64] = "na", ident_s[8] = "na";
             if (check) {
@@ -424,10 +490,21 @@ int main(int argc, char **argv)
                 if (ck != C_RSB) snprintf(ident_s, sizeof ident_s, "%d", hmax == hmin);
             }
             if (g_rank == 0) {
+                char pair_s[200] = "";
+                if (paired) {
+                    double lo, hi;
+                    for (int i = 0; i < iters; i++) ratios[i] = tmax[i] / ptmax[i];
+                    qsort(ptmax, iters, sizeof(double), cmp_double);
+                    qsort(ratios, iters, sizeof(double), cmp_double);
+                    median_ci(ratios, iters, &lo, &hi);
+                    snprintf(pair_s, sizeof pair_s,
+                             " t_plain_min_s=%.9f t_plain_med_s=%.9f ratio_med=%.4f ratio_lo=%.4f ratio_hi=%.4f",
+                             ptmax[0], median_sorted(ptmax, iters), median_sorted(ratios, iters), lo, hi);
+                }
                 qsort(tmax, iters, sizeof(double), cmp_double);
-                double med = iters % 2 ? tmax[iters / 2] : 0.5 * (tmax[iters / 2 - 1] + tmax[iters / 2]);
-                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s\n",
-                       coll_names[ck], bytes, g_size, iters, tmax[0], med, tmax[iters - 1], err_s, ident_s);
+                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s%s\n",
+                       coll_names[ck], bytes, g_size, iters, tmax[0], median_sorted(tmax, iters), tmax[iters - 1],
+                       err_s, ident_s, pair_s);
                 fflush(stdout);
             }
             free(pristine);
@@ -437,6 +514,9 @@ int main(int argc, char **argv)
     }
     free(times);
     free(tmax);
+    free(ptimes);
+    free(ptmax);
+    free(ratios);
     if (g_rank == 0) {
         printf("# coll_bench: done\n");
         fflush(stdout);
