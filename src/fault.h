@@ -13,6 +13,9 @@
  *     fft_differ    rank R's fft_topk probe hash (state_agree_fft) is changed, as if its CPU
  *                   or FFTW build differed from the others' (call= not needed: it fires at
  *                   the first probe)
+ *     fft_adopt     rank R (not 0) does not adopt rank 0's fft_plan wisdom at MPI_Init, as
+ *                   if its FFTW could not plan from it (call= not needed): every rank must go
+ *                   back to FFTW_ESTIMATE plans (fft_topk::reset_plans)
  *     stage_mpi     every rank, every call (no rank= or call=; it never fires): the MPI calls
  *                   that compressed algorithms make on float data (exact fallbacks of
  *                   segments, the hierarchy's node reduce / leader allreduce / node bcast)
@@ -32,7 +35,7 @@
 
 namespace compmpi {
 
-enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi };
+enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */

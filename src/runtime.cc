@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include "fault.h"
+#include "fft_topk/fft_topk.h"
 #include "log.h"
 #include "mpi_family.h"
 #include "simd.h"
@@ -55,6 +57,60 @@ int auto_threads(int local) {
     hwloc_topology_destroy(topo);
     return threads < 1 ? 1 : threads;
 }
+
+/* fft_plan=measure|patient: rank 0 of MPI_COMM_WORLD times the plans of the environment's
+ * fft_block length and every rank plans from its wisdom, so that all run the same plans (and
+ * decode the same bits; the fft probe of state_agree_fft, which runs after this, checks it).
+ * Collective over MPI_COMM_WORLD on every rank, whatever its own settings say; every branch
+ * is taken alike on all ranks (decided from agreed values only). */
+void agree_fft_plans(const Settings &s, int rank) {
+    const int64_t rigor = s.fft_plan, block = s.fft_block;
+    int64_t v[4] = {rigor, -rigor, block, -block}, m[4];
+    if (PMPI_Allreduce(v, m, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return;
+    if (m[0] == fft_plan_kind::estimate && m[1] == -fft_plan_kind::estimate) return; /* all estimate */
+    if (m[0] != -m[1] || m[2] != -m[3]) {
+        if (rank == 0)
+            log_warn("MPI_Init: fft_plan (or fft_block) differs across ranks; fft_topk plans with FFTW_ESTIMATE "
+                     "everywhere. Give every rank the same COMPMPI_FFT_PLAN and COMPMPI_FFT_BLOCK.");
+        return;
+    }
+    const std::string rname = rigor == fft_plan_kind::patient ? "patient" : "measure";
+    if (block <= 0) {
+        if (rank == 0)
+            log_warn("MPI_Init: fft_plan=%s has no effect: fft_block=0 (one transform per buffer, a length per "
+                     "buffer size) is planned with FFTW_ESTIMATE", rname.c_str());
+        return;
+    }
+    const auto rig = rigor == fft_plan_kind::patient ? fft_topk::PlanRigor::patient : fft_topk::PlanRigor::measure;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string wisdom;
+    if (rank == 0) wisdom = fft_topk::tune_plans(static_cast<size_t>(block), rig);
+    uint64_t size = wisdom.size();
+    int ok = 0, all = 0;
+    if (PMPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD) == MPI_SUCCESS && size > 0 && size < (1u << 30)) {
+        wisdom.resize(size);
+        if (PMPI_Bcast(&wisdom[0], static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD) == MPI_SUCCESS)
+            ok = rank == 0 ? 1
+                 : COMPMPI_FAULT_ON() && fault_fire(FaultKind::fft_adopt, FaultWhere::any)
+                     ? 0 /* test-only: as if this rank's FFTW could not plan from the wisdom */
+                 : fft_topk::adopt_plans(static_cast<size_t>(block), rig, wisdom) ? 1 : 0;
+    }
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all = 0;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!all) {
+        fft_topk::reset_plans(static_cast<size_t>(block)); /* every rank: back to FFTW_ESTIMATE, no wisdom */
+        if (rank == 0)
+            log_warn("MPI_Init: fft_plan=%s: %s; fft_topk plans with FFTW_ESTIMATE everywhere", rname.c_str(),
+                     size == 0 ? "FFTW could not plan the block length" : "a rank could not plan from rank 0's wisdom");
+    }
+    if (rank == 0) {
+        char line[200];
+        std::snprintf(line, sizeof line, "compmpi-stats-fft-plan: fft_plan=%s length=%lld plan_s=%.3f wisdom_bytes=%llu shared=%s",
+                      rname.c_str(), static_cast<long long>(block), secs, static_cast<unsigned long long>(size),
+                      all ? "yes" : "no");
+        stats_note(line);
+    }
+}
 }  // namespace
 
 ReentryGuard::ReentryGuard() { ++t_depth; }
@@ -99,6 +155,7 @@ void runtime_init() {
     stats_enable(any != 0);
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
+    agree_fft_plans(s, rank); /* before the world's fft probe (state_agree) */
     if (state_keyval_create() != Status::ok) {
         log_error("could not create the communicator attribute; libcompmpi passes every call through");
         return;

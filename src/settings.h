@@ -77,6 +77,11 @@ inline constexpr int scalar = enum_value(SettingId::simd, "scalar");
 inline constexpr int avx2 = enum_value(SettingId::simd, "avx2");
 inline constexpr int avx512 = enum_value(SettingId::simd, "avx512");
 }  // namespace simd_kind
+namespace fft_plan_kind {
+inline constexpr int estimate = enum_value(SettingId::fft_plan, "estimate");
+inline constexpr int measure = enum_value(SettingId::fft_plan, "measure");
+inline constexpr int patient = enum_value(SettingId::fft_plan, "patient");
+}  // namespace fft_plan_kind
 namespace coll_kind {
 inline constexpr int allreduce = enum_value(SettingId::collectives, "allreduce");
 inline constexpr int allgather = enum_value(SettingId::collectives, "allgather");

@@ -1,5 +1,8 @@
 #include "stats.h"
 
+#include <mutex>
+#include <vector>
+
 #include <cstdio>
 #include <string>
 
@@ -53,6 +56,16 @@ void stats_reset() {
     cost_stats_reset();
 }
 
+namespace {
+std::mutex g_notes_mu;
+std::vector<std::string> g_notes;
+}  // namespace
+
+void stats_note(const std::string &line) {
+    std::lock_guard<std::mutex> lk(g_notes_mu);
+    g_notes.push_back(line);
+}
+
 void stats_report(MPI_Comm world) {
     constexpr int kFields = 11 + kMaxReasons;
     constexpr int nc = static_cast<int>(Coll::count_);
@@ -83,6 +96,10 @@ void stats_report(MPI_Comm world) {
             if (v[11 + r]) reasons += std::string(" ") + eligibility_reason_name(r) + "=" + std::to_string(v[11 + r]);
         if (!reasons.empty())
             std::fprintf(stderr, "compmpi-stats-passthrough: coll=%s%s\n", coll_name(static_cast<Coll>(c)), reasons.c_str());
+    }
+    if (rank == 0) {
+        std::lock_guard<std::mutex> lk(g_notes_mu);
+        for (const std::string &l : g_notes) std::fprintf(stderr, "%s\n", l.c_str());
     }
     std::fflush(stderr);
     cost_stats_report(world);

@@ -25,6 +25,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "codec.h"
 
@@ -77,6 +78,29 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
  * the decoded bits hashed. Processes on the same CPU type and FFTW build agree; FFTW's
  * codelets depend on both. Computed once per length (a few ms: the plans, kept for later). */
 uint64_t probe(uint32_t param);
+
+/* Planning rigor of the transforms of one length (fft_plan setting). estimate: FFTW_ESTIMATE,
+ * no timing, the same plan in every process (the default for every length). measure /
+ * patient: FFTW times candidate plans, so processes would choose different plans (and
+ * decode different bits) unless they share the choice: one process calls tune_plans, which
+ * plans the length (its r2c, in-place c2r and out-of-place c2r) with that rigor (no time
+ * limit: FFTW records time-limited plans at a lower rigor, which the others then cannot find;
+ * 16384 points here: measure ~2 s, patient ~22 s), installs the plans for later calls and
+ * returns FFTW's wisdom as text
+ * ("" if planning failed: nothing changed); the others call adopt_plans with that text,
+ * which plans the same length from the wisdom alone (no timing: the same plans) and installs
+ * them, or returns false (the plans unchanged; the wisdom may have been imported). Imported or
+ * measured wisdom also steers later FFTW_ESTIMATE plans of other lengths (FFTW uses wisdom for
+ * sub-problems), the same in every process that holds the same wisdom. reset_plans forgets
+ * all FFTW wisdom of the process and puts FFTW_ESTIMATE plans back for the length: what every
+ * process must do where some could not adopt.
+ * Not thread-safe against codec calls running at the same time (the plans of a length are
+ * replaced): call these before any transform of that length, as MPI_Init does. Plans
+ * replaced are kept (not destroyed), so a copy held elsewhere stays valid. */
+enum class PlanRigor : int { estimate = 0, measure = 1, patient = 2 };
+std::string tune_plans(size_t len, PlanRigor rigor);
+bool adopt_plans(size_t len, PlanRigor rigor, const std::string &wisdom);
+void reset_plans(size_t len);
 
 /* For benchmarks: the forward and inverse transforms alone, with the codec's plans and
  * buffers (x -> blockwise r2c -> c2r -> y, unnormalised). */

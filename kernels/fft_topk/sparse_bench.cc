@@ -2,6 +2,10 @@
  * memcpy and against FFTW's transforms alone, measured in the same run.
  *
  *   sparse_bench [--mib N] [--reps R] [--threads T] [--theta X] [--bits B] [--blocks b1,b2,..] [--cpu]
+ *                [--plan estimate|measure|patient]
+ *
+ * --plan: the FFTW planning rigor of each block length (fft_topk::tune_plans, as the fft_plan
+ * setting does at MPI_Init), planned before that block's timings; the planning time is printed.
  *
  * --cpu times with process CPU time instead of the wall clock: meaningful for 1 thread on a
  * machine shared with other work (with T threads it sums the threads' time).
@@ -98,11 +102,17 @@ int main(int argc, char **argv) {
     int threads = omp_get_num_procs(), bits = fft_topk::kBitsDefault;
     double theta = 0.85;
     std::vector<uint32_t> blocks{4096, 16384, 65536, 262144, 0};
+    fft_topk::PlanRigor rigor = fft_topk::PlanRigor::estimate;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--mib") && i + 1 < argc) mib = std::strtoul(argv[++i], nullptr, 10);
         else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--cpu")) g_cpu = true;
+        else if (!std::strcmp(argv[i], "--plan") && i + 1 < argc) {
+            const char *v = argv[++i];
+            rigor = !std::strcmp(v, "patient") ? fft_topk::PlanRigor::patient
+                    : !std::strcmp(v, "measure") ? fft_topk::PlanRigor::measure : fft_topk::PlanRigor::estimate;
+        }
         else if (!std::strcmp(argv[i], "--theta") && i + 1 < argc) theta = std::atof(argv[++i]);
         else if (!std::strcmp(argv[i], "--bits") && i + 1 < argc) bits = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--blocks") && i + 1 < argc) {
@@ -112,7 +122,7 @@ int main(int argc, char **argv) {
                 if (*p == ',') ++p;
             }
         } else {
-            std::fprintf(stderr, "usage: sparse_bench [--mib N] [--reps R] [--threads T] [--theta X] [--bits B] [--blocks a,b] [--cpu]\n");
+            std::fprintf(stderr, "usage: sparse_bench [--mib N] [--reps R] [--threads T] [--theta X] [--bits B] [--blocks a,b] [--cpu] [--plan estimate|measure|patient]\n");
             return 2;
         }
     }
@@ -145,6 +155,13 @@ int main(int argc, char **argv) {
         }
         /* fft_topk per block size */
         for (uint32_t B : blocks) {
+            if (rigor != fft_topk::PlanRigor::estimate && B > 0) {
+                const auto t0 = std::chrono::steady_clock::now();
+                const std::string w = fft_topk::tune_plans(B, rigor);
+                std::printf("# block %u: plans tuned in %.2f s (%s, wisdom %zu bytes)\n", B,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                            w.empty() ? "failed" : "ok", w.size());
+            }
             const double tf = best_seconds([&] { fft_topk::transforms_only(x.data(), n, B, y.data(), t); });
             Status s = Status::ok;
             double te = best_seconds([&] {

@@ -8,6 +8,9 @@
 #include <memory>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "fft_topk/fft_topk.h"
 #include "policy.h"
 #include "rangefloat/rangefloat.h"
@@ -577,6 +580,77 @@ void given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_an
     }
 }
 
+/* fft_plan=measure|patient (tune_plans / adopt_plans): plans one process measured, shared as
+ * FFTW wisdom, give another process the same decoded bits (the condition for every rank of an
+ * allreduce holding the same result); the tuned plans decode as accurately as FFTW_ESTIMATE's;
+ * reset_plans restores the FFTW_ESTIMATE bits. The child is forked before the parent tunes, so
+ * it has only what the wisdom gives it. */
+bool write_all(int fd, const void *p, size_t n) {
+    const char *c = static_cast<const char *>(p);
+    while (n) {
+        const ssize_t w = ::write(fd, c, n);
+        if (w <= 0) return false;
+        c += w, n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+bool read_all(int fd, void *p, size_t n) {
+    char *c = static_cast<char *>(p);
+    while (n) {
+        const ssize_t r = ::read(fd, c, n);
+        if (r <= 0) return false;
+        c += r, n -= static_cast<size_t>(r);
+    }
+    return true;
+}
+
+void given_plans_tuned_in_one_process_when_another_adopts_the_wisdom_expect_same_bits(void **) {
+    const uint32_t B = 8192; /* a length no other test plans */
+    assert_true(fft_topk::tune_plans(B, fft_topk::PlanRigor::estimate).empty());
+    assert_false(fft_topk::adopt_plans(B, fft_topk::PlanRigor::measure, "(not fftw wisdom)"));
+    const uint64_t h_estimate = fft_topk::probe(B);
+    int to_child[2], to_parent[2];
+    assert_int_equal(pipe(to_child), 0);
+    assert_int_equal(pipe(to_parent), 0);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* child: adopt what the parent measured */
+        uint64_t sz = 0, reply[2] = {0, 0};
+        std::string w;
+        if (read_all(to_child[0], &sz, 8) && sz < (1u << 24)) {
+            w.resize(sz);
+            if (read_all(to_child[0], &w[0], sz)) {
+                reply[0] = fft_topk::adopt_plans(B, fft_topk::PlanRigor::measure, w) ? 1 : 0;
+                reply[1] = fft_topk::probe(B);
+            }
+        }
+        _exit(write_all(to_parent[1], reply, sizeof reply) ? 0 : 1);
+    }
+    const std::string w = fft_topk::tune_plans(B, fft_topk::PlanRigor::measure);
+    const uint64_t sz = w.size();
+    assert_true(write_all(to_child[1], &sz, 8) && write_all(to_child[1], w.data(), sz));
+    const uint64_t h_tuned = fft_topk::probe(B);
+    uint64_t reply[2] = {0, 0};
+    const bool got = read_all(to_parent[0], reply, sizeof reply);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+    assert_false(w.empty());
+    assert_true(got && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(reply[0], 1);       /* planned from the wisdom alone */
+    assert_true(reply[1] == h_tuned);    /* the same decoded bits as the measuring process */
+    std::printf("# tuned plans %s the FFTW_ESTIMATE bits at length %u\n",
+                h_tuned == h_estimate ? "give" : "differ from", B);
+    /* accuracy with the tuned plans: as test given_theta_zero_and_16_bits... */
+    for (size_t n : {8192ul, 100000ul}) {
+        auto x = smooth_data(n, n + 3);
+        const double e = rel_l2(x, dec(enc(x, 16, B, 0.0), n, 16, B));
+        if (!(e < 2e-4)) fail_msg("tuned plans: n=%zu error %g", n, e);
+    }
+    fft_topk::reset_plans(B);
+    assert_true(fft_topk::probe(B) == h_estimate);
+}
+
 }  // namespace
 
 int main() {
@@ -594,6 +668,7 @@ int main() {
         cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
         cmocka_unit_test(given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_header),
         cmocka_unit_test(given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_and_exact_sum_within_codec_error),
+        cmocka_unit_test(given_plans_tuned_in_one_process_when_another_adopts_the_wisdom_expect_same_bits),
     };
     return cmocka_run_group_tests_name("fft_topk", tests, nullptr, nullptr);
 }

@@ -13,8 +13,9 @@
  * 2^sc / L into (or onto) out.
  *
  * Determinism: FFTW plans are made once per length with FFTW_ESTIMATE (no timing, so the same
- * plan in every process on the same CPU/FFTW build) under a mutex (FFTW's planner is not
- * thread-safe), and every transform runs on a slot with the plan's alignment (64 bytes), so a
+ * plan in every process on the same CPU/FFTW build), or, for a length given to tune_plans /
+ * adopt_plans, from wisdom one process measured and all share; under a mutex (FFTW's planner
+ * is not thread-safe), and every transform runs on a slot with the plan's alignment (64 bytes), so a
  * block's coefficients do not depend on the thread that computes them; everything else is
  * integer counting or fixed-order. */
 #include "fft_topk/fft_topk.h"
@@ -23,6 +24,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -71,13 +74,20 @@ struct Plans {
 
 std::mutex g_plan_mu;
 
+/* Plans per transform length; plans live to exit (replaced ones too: a copy returned by
+ * plans_for may still be executing). Guarded by g_plan_mu. */
+std::map<size_t, Plans> &plan_cache() {
+    static std::map<size_t, Plans> *cache = new std::map<size_t, Plans>;
+    return *cache;
+}
+
 /* Plans for length len, made on (and valid for) 64-byte aligned arrays of 2*(len/2+1)
  * floats: in place on aligned_buf, out of place from aligned_buf to aligned_out. */
 Plans plans_for(size_t len, float *aligned_buf, float *aligned_out = nullptr) {
-    static std::map<size_t, Plans> *cache = new std::map<size_t, Plans>; /* plans live to exit */
     std::lock_guard<std::mutex> lk(g_plan_mu);
-    auto it = cache->find(len);
-    if (it != cache->end()) return it->second;
+    auto &cache = plan_cache();
+    auto it = cache.find(len);
+    if (it != cache.end()) return it->second;
     Plans p;
     const int n = static_cast<int>(len);
     auto *c = reinterpret_cast<fftwf_complex *>(aligned_buf);
@@ -87,9 +97,46 @@ Plans plans_for(size_t len, float *aligned_buf, float *aligned_out = nullptr) {
     /* FFTW_ESTIMATE never touches the arrays: any aligned pointer pair will do */
     float *o = aligned_out ? aligned_out : aligned_buf + 16; /* (not executed on) */
     p.c2r_oop = fftwf_plan_dft_c2r_1d(n, c, o, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-    if (p.r2c && p.c2r && p.c2r_oop) cache->emplace(len, p);
+    if (p.r2c && p.c2r && p.c2r_oop) cache.emplace(len, p);
     return p;
 }
+
+/* The three plans of length len with `flags`, made on scratch arrays of the slots' 64-byte
+ * alignment (FFTW_MEASURE and FFTW_PATIENT overwrite the arrays while timing). All three or
+ * none. Caller holds g_plan_mu. */
+bool make_plans_locked(size_t len, unsigned flags, Plans *out) {
+    const size_t m = 2 * (len / 2 + 1);
+    void *qa = nullptr, *qo = nullptr;
+    if (posix_memalign(&qa, 64, m * sizeof(float)) != 0) return false;
+    if (posix_memalign(&qo, 64, m * sizeof(float)) != 0) { std::free(qa); return false; }
+    auto *a = static_cast<float *>(qa), *o = static_cast<float *>(qo);
+    std::memset(a, 0, m * sizeof(float));
+    std::memset(o, 0, m * sizeof(float));
+    auto *c = reinterpret_cast<fftwf_complex *>(a);
+    const int n = static_cast<int>(len);
+    Plans p;
+    p.r2c = fftwf_plan_dft_r2c_1d(n, a, c, flags);
+    p.c2r = p.r2c ? fftwf_plan_dft_c2r_1d(n, c, a, flags) : nullptr;
+    p.c2r_oop = p.c2r ? fftwf_plan_dft_c2r_1d(n, c, o, flags | FFTW_DESTROY_INPUT) : nullptr;
+    std::free(qa);
+    std::free(qo);
+    if (p.r2c && p.c2r && p.c2r_oop) {
+        *out = p;
+        return true;
+    }
+    for (fftwf_plan q : {p.r2c, p.c2r, p.c2r_oop})
+        if (q) fftwf_destroy_plan(q);
+    return false;
+}
+
+unsigned rigor_flags(PlanRigor r) {
+    return r == PlanRigor::patient ? FFTW_PATIENT : r == PlanRigor::measure ? FFTW_MEASURE : FFTW_ESTIMATE;
+}
+
+/* bumped whenever installed plans change (tune/adopt/reset): probe() hashes again */
+std::atomic<unsigned> g_plan_gen{0};
+
+bool plannable(size_t len) { return len >= 1 && len <= static_cast<size_t>(INT32_MAX) - 2; }
 
 /* ---------------------------------------------------------------- SIMD kernels */
 #define AVX2 __attribute__((target("avx2,popcnt")))
@@ -541,10 +588,11 @@ Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *
 
 uint64_t probe(uint32_t param) {
     static std::mutex mu;
-    static std::map<uint32_t, uint64_t> done;
+    static std::map<std::pair<uint32_t, unsigned>, uint64_t> done; /* (length, plans' generation) */
     const uint32_t b = param == 0 || param > 65536 ? (param == 0 ? 0u : 65536u) : param;
     std::lock_guard<std::mutex> lk(mu);
-    auto it = done.find(b);
+    const auto key = std::make_pair(b, g_plan_gen.load());
+    auto it = done.find(key);
     if (it != done.end()) return it->second;
     const size_t n = (b ? b : 16384) + 1000;
     std::vector<float> x(n), y(n);
@@ -563,8 +611,49 @@ uint64_t probe(uint32_t param) {
                                        : se;
     if (sd != Status::ok) h ^= 0x5bd1e995u + static_cast<uint64_t>(sd); /* (cannot happen: fixed input) */
     for (float v : y) h = (h ^ f2u(v)) * 1099511628211ull;
-    done.emplace(b, h);
+    done.emplace(key, h);
     return h;
+}
+
+std::string tune_plans(size_t len, PlanRigor rigor) {
+    if (rigor == PlanRigor::estimate || !plannable(len)) return {};
+    std::lock_guard<std::mutex> lk(g_plan_mu);
+    /* no fftwf_set_timelimit: wisdom from a planner that ran out of time is recorded at a
+     * lower rigor, and the other processes' FFTW_WISDOM_ONLY planning then finds none
+     * (tried: FFTW 3.3.10, limit 0.3 s, length 8192) */
+    Plans p;
+    if (!make_plans_locked(len, rigor_flags(rigor), &p)) return {};
+    char *w = fftwf_export_wisdom_to_string();
+    if (!w) return {};
+    std::string text(w);
+    std::free(w);
+    plan_cache()[len] = p; /* the ESTIMATE plans it replaces stay alive (see plan_cache) */
+    ++g_plan_gen;
+    return text;
+}
+
+bool adopt_plans(size_t len, PlanRigor rigor, const std::string &wisdom) {
+    if (rigor == PlanRigor::estimate || !plannable(len) || wisdom.empty()) return false;
+    std::lock_guard<std::mutex> lk(g_plan_mu);
+    if (!fftwf_import_wisdom_from_string(wisdom.c_str())) return false;
+    Plans p;
+    if (!make_plans_locked(len, rigor_flags(rigor) | FFTW_WISDOM_ONLY, &p)) return false;
+    plan_cache()[len] = p;
+    ++g_plan_gen;
+    return true;
+}
+
+void reset_plans(size_t len) {
+    if (!plannable(len)) return;
+    std::lock_guard<std::mutex> lk(g_plan_mu);
+    /* FFTW_ESTIMATE planning uses wisdom where it has some (for the length and for the
+     * sub-problems of other lengths): forget it, or the ESTIMATE plans would still be the
+     * tuned ones here and not in a process that never had the wisdom */
+    fftwf_forget_wisdom();
+    Plans p;
+    if (make_plans_locked(len, FFTW_ESTIMATE, &p)) plan_cache()[len] = p;
+    else plan_cache().erase(len); /* planned again, with FFTW_ESTIMATE, at the next use */
+    ++g_plan_gen;
 }
 
 Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, float *out, bool add, SimdLevel lvl,
