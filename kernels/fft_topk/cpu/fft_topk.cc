@@ -81,6 +81,15 @@ std::map<size_t, Plans> &plan_cache() {
     return *cache;
 }
 
+/* Install plans for a length; the ones they replace are kept here, alive and reachable. */
+void install_locked(size_t len, const Plans &p) {
+    static std::vector<Plans> *retired = new std::vector<Plans>;
+    auto &cache = plan_cache();
+    auto it = cache.find(len);
+    if (it != cache.end()) retired->push_back(it->second);
+    cache[len] = p;
+}
+
 /* Plans for length len, made on (and valid for) 64-byte aligned arrays of 2*(len/2+1)
  * floats: in place on aligned_buf, out of place from aligned_buf to aligned_out. */
 Plans plans_for(size_t len, float *aligned_buf, float *aligned_out = nullptr) {
@@ -627,7 +636,7 @@ std::string tune_plans(size_t len, PlanRigor rigor) {
     if (!w) return {};
     std::string text(w);
     std::free(w);
-    plan_cache()[len] = p; /* the ESTIMATE plans it replaces stay alive (see plan_cache) */
+    install_locked(len, p);
     ++g_plan_gen;
     return text;
 }
@@ -638,7 +647,7 @@ bool adopt_plans(size_t len, PlanRigor rigor, const std::string &wisdom) {
     if (!fftwf_import_wisdom_from_string(wisdom.c_str())) return false;
     Plans p;
     if (!make_plans_locked(len, rigor_flags(rigor) | FFTW_WISDOM_ONLY, &p)) return false;
-    plan_cache()[len] = p;
+    install_locked(len, p);
     ++g_plan_gen;
     return true;
 }
@@ -651,8 +660,9 @@ void reset_plans(size_t len) {
      * tuned ones here and not in a process that never had the wisdom */
     fftwf_forget_wisdom();
     Plans p;
-    if (make_plans_locked(len, FFTW_ESTIMATE, &p)) plan_cache()[len] = p;
-    else plan_cache().erase(len); /* planned again, with FFTW_ESTIMATE, at the next use */
+    if (make_plans_locked(len, FFTW_ESTIMATE, &p)) install_locked(len, p);
+    else if (plan_cache().count(len)) /* planned again, with FFTW_ESTIMATE, at the next use */
+        install_locked(len, Plans{}), plan_cache().erase(len);
     ++g_plan_gen;
 }
 
