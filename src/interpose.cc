@@ -178,6 +178,15 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     /* a decided call is timed only for the statistics (predicted against measured): on the
      * exact path of a 4 KiB call the two clock reads are a measurable part of the cost */
     const bool timed = cost_explores(d) || stats_enabled();
+    /* an explored call starts together on every rank: its sample is then the collective's
+     * own time, not also the time the first rank to arrive waited for the last (in a
+     * training job one late rank -- an evaluation pass, a garbage collection -- used to make
+     * one compressed sample look slow, and the min/max rule then kept a class exact for
+     * good: 82.5% of a demo run's gradient bytes). Collective, as cost_record after it. */
+    if (cost_explores(d)) {
+        const int rcb = PMPI_Barrier(a.comm);
+        if (rcb != MPI_SUCCESS) return raise_error(a.comm, rcb);
+    }
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     int rc;
     if (cost_runs_plain(d)) {

@@ -66,7 +66,7 @@ EXTRA_DIST += tests/fuzz/corpus tests/fuzz/campaign.sh
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
 	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
-MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel
+MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel tests/mpi/t_cost_skew
 check_PROGRAMS += $(MPITEST_PROGS)
 tests_mpi_t_plain_passthrough_SOURCES = tests/mpi/t_plain_passthrough.c tests/mpi/mpitest.h
 tests_mpi_t_plain_compressed_SOURCES = tests/mpi/t_plain_compressed.c tests/mpi/mpitest.h
@@ -101,6 +101,9 @@ tests_mpi_t_codecs_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_costmodel_SOURCES = tests/mpi/t_costmodel.c tests/mpi/mpitest.h
 tests_mpi_t_costmodel_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
+tests_mpi_t_cost_skew_SOURCES = tests/mpi/t_cost_skew.c tests/mpi/mpitest.h
+tests_mpi_t_cost_skew_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_cost_skew_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_ef_SOURCES = tests/mpi/t_ef.c tests/mpi/mpitest.h
 tests_mpi_t_ef_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_threads_SOURCES = tests/mpi/t_threads.c tests/mpi/mpitest.h
