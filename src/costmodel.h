@@ -11,7 +11,8 @@
  * ranks by construction.
  *
  * How it decides. The first calls of a class explore: plain, compressed, plain, compressed
- * (real calls of the application, exact or compressed as usual; nothing synthetic is sent).
+ * (real calls of the application, exact or compressed as usual; nothing synthetic is sent),
+ * each after a PMPI_Barrier so that a late rank's arrival is not part of the sample.
  * After that, the plan runs compressed only if its SLOWEST sample beat the exact
  * collective's FASTEST sample by the margin `cost_margin` (on a noisy machine compression
  * must win consistently; where it only sometimes wins, the exact collective is the safe
