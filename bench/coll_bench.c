@@ -224,24 +224,35 @@ static void median_ci(const double *v, int n, double *lo, double *hi)
     *hi = v[n - j];
 }
 
-/* MPI's own collective, past any PMPI interposer (--paired) */
-static void run_pmpi(enum coll_kind ck, int inplace, float *src, float *dst, int cnt, int blk, int root)
+/* One call of the collective under test through the MPI_* names (libcompmpi's, when it is
+ * preloaded) or, for --paired's plain arm, the PMPI_* names (MPI's own, past any interposer). */
+struct coll_fns {
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*reduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+};
+static const struct coll_fns mpi_fns = {MPI_Allreduce, MPI_Allgather, MPI_Bcast, MPI_Reduce_scatter_block};
+static const struct coll_fns pmpi_fns = {PMPI_Allreduce, PMPI_Allgather, PMPI_Bcast, PMPI_Reduce_scatter_block};
+
+static void run_coll(const struct coll_fns *f, enum coll_kind ck, int inplace, float *src, float *dst, int cnt,
+                     int blk, int root)
 {
     switch (ck) {
     case C_ALLREDUCE:
-        PMPI_Allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        f->allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     case C_ALLGATHER:
         if (inplace)
-            PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
+            f->allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
         else
-            PMPI_Allgather(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
+            f->allgather(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
         break;
     case C_BCAST:
-        PMPI_Bcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD);
+        f->bcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD);
         break;
     case C_RSB:
-        PMPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        f->reduce_scatter_block(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     default: break;
     }
@@ -446,27 +457,7 @@ int main(int argc, char **argv)
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 for (int b = 0; b < batch; b++)
-                if (plain) run_pmpi(ck, inplace, src, dst, cnt, blk, root);
-                else
-                switch (ck) {
-                case C_ALLREDUCE:
-                    MPI_Allreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-                    break;
-                case C_ALLGATHER:
-                    if (inplace)
-                        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
-                    else
-                        MPI_Allgather(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD);
-                    break;
-                case C_BCAST:
-                    MPI_Bcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD);
-                    break;
-                case C_RSB:
-                    MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM,
-                                             MPI_COMM_WORLD);
-                    break;
-                default: break;
-                }
+                    run_coll(plain ? &pmpi_fns : &mpi_fns, ck, inplace, src, dst, cnt, blk, root);
                 double t = (MPI_Wtime() - t0) / batch;
                 if (it >= warmup) (plain ? ptimes : times)[it - warmup] = t;
             }
