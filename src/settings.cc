@@ -405,8 +405,8 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
             return no(m);
         }
     }
-    if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE))
-        return no("only the dense allreduce is pipelined; codec " + cname + " takes the sparse path");
+    if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE) && c->id != CodecId::fft_topk)
+        return no("only the dense and the fft_topk allreduce are pipelined; codec " + cname + " takes the sparse path");
     if (id == SettingId::allreduce_algorithm && (c->flags & CODEC_SPARSE))
         return no("it chooses among dense allreduce algorithms; codec " + cname + " takes the sparse path");
     if (id == SettingId::chunk_bytes && s.allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "halving_doubling"))

@@ -33,6 +33,7 @@ struct CollStats {
     std::atomic<uint64_t> ns_encode{0}, ns_decode{0}, ns_comm{0};
     std::atomic<uint64_t> fallback_nonfinite{0}, fallback_error{0};
     std::atomic<uint64_t> sparse_twophase{0}; /* sparse allreduces that took SparCML's two-phase path */
+    std::atomic<uint64_t> decode_overlapped{0}; /* fft_topk allreduces decoded while their exchange ran */
     std::atomic<uint64_t> reason[kMaxReasons]{};
 };
 

@@ -8,7 +8,10 @@
  *      out = D(b_0) + D(b_1) + ... + D(b_{P-1})           (rank order: same bits everywhere)
  *    or, for a codec with decode_sum (fft_topk, setting fft_sum_domain=spectral), the sum
  *    formed in the codec's own domain: out = F^-1(S(b_0) + ... + S(b_{P-1})), one inverse
- *    transform instead of P
+ *    transform instead of P. fft_topk's allgather runs in pieces of about chunk_bytes of
+ *    input each, and on host data the blocks whose coefficients have arrived are summed and
+ *    inverted while later pieces are in flight (its payload is decodable by prefix: header
+ *    and bitmap first, then the codes in position order); the same bits as one exchange
  *
  * B. sparse reduce-scatter + allgather (SparCML), for codecs whose decoded data is sparse
  *    in its own domain (CODEC_SPATIAL_SPARSE): s_j = D(b_j) is an exact sparse vector
@@ -35,6 +38,8 @@
 #include <vector>
 
 #include "coll.h"
+#include "fault.h"
+#include "fft_topk/fft_topk.h"
 
 namespace compmpi {
 
@@ -55,22 +60,11 @@ size_t packed_size(size_t n, double nnz) {
     return static_cast<size_t>(std::min({8.0 * k, n / 8.0 + 4.0 * k, 4.0 * n})) + 8 + kBlobHeaderBytes;
 }
 
-Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::vector<Exchange> &ex, float *out,
-                      size_t n) {
+/* The P blobs at all + displs[j] (lens[j] bytes each), every one validated before `out` is
+ * written (the same bytes on every rank: the same verdict), summed in rank order. */
+Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &lens, const std::vector<size_t> &displs,
+                  float *out, size_t n) {
     const int P = c.size;
-    /* Blobs of one call have nearly equal sizes: a fixed stride (the largest) and MPICH's
-     * in-place allgather. Measured with 4 ranks on 2 cores, MPI_Allgatherv of the exact
-     * sizes took 15x longer than this for 8 MiB of floats. */
-    size_t stride = 0;
-    for (const Exchange &e : ex) stride = std::max<size_t>(stride, e.len);
-    std::vector<size_t> lens(P), displs(P);
-    for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = stride * static_cast<size_t>(j);
-    uint8_t *all = c.st->ws_recv.get(stride * P != 0 ? stride * P : 1);
-    if (!all) return Status::no_memory;
-    std::memcpy(all + displs[c.rank], mine, len);
-    CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
-    c.stats->bytes_wire += stride * static_cast<size_t>(P - 1);
-    /* validate every blob before writing `out` (same bytes on every rank: same verdict) */
     std::vector<BlobInfo> info(P);
     bool same = true; /* every blob from the same codec with the same header parameters */
     for (int j = 0; j < P; ++j) {
@@ -108,6 +102,151 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
     }
     for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
     return Status::ok;
+}
+
+/* Bytes per piece of fft_topk's exchange: about chunk_bytes of input each (the pipelining
+ * setting), a multiple of 64; 0: one exchange (chunk_bytes = 0, another codec, or a single
+ * piece). From agreed settings and the agreed stride only: every rank runs the same exchanges,
+ * whatever its buffers (host or device) and whether it can decode while they run. */
+size_t exchange_piece(const CollCtx &c, size_t n, size_t stride) {
+    const uint64_t chunk = c.st->settings.chunk_bytes;
+    if (c.codec->id != CodecId::fft_topk || !chunk || !n) return 0;
+    const double input = static_cast<double>(n) * sizeof(float);
+    size_t piece = static_cast<size_t>(std::ceil(static_cast<double>(stride) * std::min(1.0, chunk / input) / 64.0)) * 64;
+    piece = std::clamp<size_t>(piece, 64, INT_MAX / 64 * 64);
+    return piece < stride ? piece : 0;
+}
+
+/* Blocks decoded between two looks at the exchange (fft_topk: 16 Ki-point blocks take
+ * ~30 us each here; MPI progresses only inside MPI calls on this thread) */
+constexpr size_t kBlocksPerPoke = 8;
+
+/* The allgather of the blobs in pieces of `piece` bytes (all posted at once, PMPI_Iallgather
+ * in place, piece-major in ws_send, copied to blob-major `all` as each completes). Where the
+ * sum is fft_topk's on host data, the inverse transforms of the blocks whose bytes have
+ * arrived run while the rest is in flight (SumStream: the bits of decode_all); else the blobs
+ * are decoded once all are there. In place (`out` is the input) only where no block can be
+ * refused once written (SumStream::may_refuse: the payloads' headers bound every block): a
+ * refusal after the first block would leave the exact fallback without its input. */
+Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, float *out, size_t n, bool out_is_input,
+                             uint8_t *all, const std::vector<size_t> &lens, const std::vector<size_t> &displs,
+                             size_t stride, size_t piece) {
+    const int P = c.size, r = c.rank;
+    const size_t np = (stride + piece - 1) / piece, set = piece * static_cast<size_t>(P);
+    uint8_t *sets = c.st->ws_send.get(set * np);
+    if (!sets) return Status::no_memory;
+    std::vector<MPI_Request> req(np, MPI_REQUEST_NULL);
+    size_t posted = 0, arrived = 0;
+    /* every request is completed before returning, whatever happened */
+    auto finish = [&](Status s) {
+        if (posted > arrived) {
+            ScopedTimer t(c.stats->ns_comm);
+            const int rc = PMPI_Waitall(static_cast<int>(posted - arrived), req.data() + arrived, MPI_STATUSES_IGNORE);
+            if (s == Status::ok && rc != MPI_SUCCESS) c.mpi_err = rc, s = Status::mpi_error;
+        }
+        return s;
+    };
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        for (; posted < np; ++posted) {
+            uint8_t *own = sets + set * posted + piece * static_cast<size_t>(r);
+            const size_t lo = piece * posted, cnt = lo < len ? std::min(piece, len - lo) : 0;
+            std::memcpy(own, mine + lo, cnt);
+            std::memset(own + cnt, 0, piece - cnt);
+            const int rc = COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+                                                                        sets + set * posted, static_cast<int>(piece),
+                                                                        MPI_BYTE, c.comm, &req[posted]));
+            if (rc != MPI_SUCCESS) return c.mpi_err = rc, finish(Status::mpi_error);
+        }
+    }
+    c.stats->bytes_wire += set * np / static_cast<size_t>(P) * static_cast<size_t>(P - 1);
+    /* piece k done: its P parts to their blobs */
+    auto land = [&](size_t k) {
+        for (int j = 0; j < P; ++j) {
+            const size_t lo = piece * k;
+            if (lo < lens[j]) std::memcpy(all + displs[j] + lo, sets + set * k + piece * static_cast<size_t>(j),
+                                          std::min(piece, lens[j] - lo));
+        }
+    };
+    /* wait until `bytes` of every blob are there (block), or take what has come (!block) */
+    auto receive = [&](size_t bytes, bool block) -> Status {
+        ScopedTimer t(c.stats->ns_comm);
+        while (arrived < np && (block ? arrived * piece < bytes : true)) {
+            if (block) {
+                const int rc = COMPMPI_FAULT_MPI(wait, PMPI_Wait(&req[arrived], MPI_STATUS_IGNORE));
+                if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+            } else {
+                int done = 0;
+                PMPI_Test(&req[arrived], &done, MPI_STATUS_IGNORE);
+                if (!done) break;
+            }
+            land(arrived++);
+        }
+        return Status::ok;
+    };
+
+    auto at_once = [&]() {
+        const Status s = receive(stride, true);
+        if (s != Status::ok) return finish(s);
+        return decode_all(c, all, lens, displs, out, n);
+    };
+    if (c.be != &backend_cpu()) return at_once();
+    /* the blob headers, then every payload's header and bitmap */
+    const size_t H = kBlobHeaderBytes;
+    Status s = receive(H, true);
+    if (s != Status::ok) return finish(s);
+    std::vector<BlobInfo> info(P);
+    for (int j = 0; j < P; ++j) {
+        if (blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags ||
+            info[j].codec != CodecId::fft_topk || info[j].bits != info[0].bits || info[j].variant != info[0].variant ||
+            info[j].param != info[0].param)
+            return at_once(); /* decode_all's verdict on the whole blobs */
+    }
+    std::vector<const uint8_t *> pay(P);
+    std::vector<size_t> plen(P), avail(P);
+    for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + H, plen[j] = info[j].payload;
+    s = receive(H + fft_topk::SumStream::prefix_bytes(n, info[0].param), true);
+    if (s != Status::ok) return finish(s);
+    const bool spectral = c.st->settings.fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
+    fft_topk::SumStream ss;
+    {
+        ScopedTimer t(c.stats->ns_decode);
+        s = ss.begin(pay.data(), plen.data(), P, n, info[0].bits, info[0].param, out, false, c.params.simd,
+                     c.params.threads, info[0].variant, spectral, c.params.stream_out);
+    }
+    if (s == Status::corrupt || (s == Status::ok && out_is_input && ss.may_refuse())) return at_once();
+    if (s == Status::ok) c.stats->decode_overlapped++;
+    while (s == Status::ok && !ss.done()) {
+        size_t want = 0;
+        for (int j = 0; j < P; ++j) want = std::max(want, H + ss.need(j));
+        s = receive(want, true);
+        if (s == Status::ok) s = receive(0, false);
+        if (s != Status::ok) break;
+        for (int j = 0; j < P; ++j) avail[j] = std::min(plen[j], arrived * piece - std::min(arrived * piece, H));
+        ScopedTimer t(c.stats->ns_decode);
+        s = ss.advance(avail.data(), kBlocksPerPoke);
+    }
+    return finish(s);
+}
+
+Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::vector<Exchange> &ex, float *out,
+                      size_t n, bool out_is_input) {
+    const int P = c.size;
+    /* Blobs of one call have nearly equal sizes: a fixed stride (the largest) and MPICH's
+     * in-place allgather. Measured with 4 ranks on 2 cores, MPI_Allgatherv of the exact
+     * sizes took 15x longer than this for 8 MiB of floats. */
+    size_t stride = 0;
+    for (const Exchange &e : ex) stride = std::max<size_t>(stride, e.len);
+    std::vector<size_t> lens(P), displs(P);
+    for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = stride * static_cast<size_t>(j);
+    uint8_t *all = c.st->ws_recv.get(stride * P != 0 ? stride * P : 1);
+    if (!all) return Status::no_memory;
+    if (const size_t piece = exchange_piece(c, n, stride))
+        return path_allgather_pieces(c, mine, len, out, n, out_is_input, all, lens, displs, stride, piece);
+    std::memcpy(all + displs[c.rank], mine, len);
+    CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
+    c.stats->bytes_wire += stride * static_cast<size_t>(P - 1);
+    return decode_all(c, all, lens, displs, out, n);
 }
 
 Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *out, size_t n) {
@@ -291,7 +430,8 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
         twophase = cost_b < 0.9 * cost_a;
     }
     if (twophase) c.stats->sparse_twophase++;
-    return twophase ? path_sparse_twophase(c, mine, len, out, n) : path_allgather(c, mine, len, ex, out, n);
+    return twophase ? path_sparse_twophase(c, mine, len, out, n)
+                    : path_allgather(c, mine, len, ex, out, n, static_cast<const void *>(in) == out);
 }
 
 }  // namespace compmpi

@@ -25,6 +25,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "codec.h"
@@ -66,12 +67,45 @@ Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, fl
  * transform per block (the FFT is linear); spatial: one inverse transform per payload, the
  * results added in index order (what decode_add P times computes, bit for bit). Either way
  * every payload is validated before out is written, and the result depends only on the
- * payloads and their order (same bits on every rank, any thread count). If a summed
- * spectrum could overflow (only near the encoder's refusal limit) the spatial sum is used.
+ * payloads and their order (same bits on every rank, any thread count). A block whose summed
+ * spectrum could overflow (only near the encoder's refusal limit) is summed spatially.
  * stream (CodecParams::stream_out; not with add): the output is written with non-temporal
  * stores (the same bits; 64 MiB, 2 payloads, one thread: 48 -> 41 ms here). */
 Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, float *out,
                   bool add, SimdLevel lvl, int threads, int mode = 0, bool spectral = true, bool stream = false);
+
+/* decode_sum for payloads whose bytes arrive in order, e.g. in pieces of a collective's
+ * exchange, so the inverse transforms run while the rest is still in flight (the same bits as
+ * decode_sum of the whole payloads, spectral or spatial, any thread count). begin() once the
+ * first prefix_bytes() of every payload have arrived (header and bitmap: validated there;
+ * len[] are the full lengths); then advance() with how many bytes of each have arrived
+ * (avail[j] <= len[j]): it dequantises what it can and writes every block whose codes have
+ * all arrived, at most max_blocks; need(j) is how many bytes of payload j the next block
+ * waits for. Unlike decode_sum, a payload whose codes break the overflow bound is found only
+ * at its block: earlier blocks are written by then, so `out` must not be the caller's only
+ * copy of anything (the input of an in-place allreduce) unless may_refuse() is false: begin()
+ * found every block's bound met even with each kept part at the largest magnitude its
+ * payload's quantiser decodes to (always, but near the encoder's refusal limit), and then
+ * advance() refuses nothing. One stream per thread at a time (it uses the decoders'
+ * per-thread scratch). */
+class SumStream {
+  public:
+    SumStream();
+    ~SumStream();
+    SumStream(const SumStream &) = delete;
+    SumStream &operator=(const SumStream &) = delete;
+    static size_t prefix_bytes(size_t n, uint32_t param);
+    Status begin(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, float *out,
+                 bool add, SimdLevel lvl, int threads, int mode = 0, bool spectral = true, bool stream = false);
+    Status advance(const size_t *avail, size_t max_blocks = SIZE_MAX);
+    size_t need(int j) const;
+    bool done() const;
+    bool may_refuse() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 /* A hash of what this process's transforms make of a fixed input: encode (θ = 0.85, 10 bits)
  * and decode of min(param, 65536) + 1000 probe values (param 0: one 17384-point transform),

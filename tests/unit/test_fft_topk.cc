@@ -580,6 +580,112 @@ void given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_an
     }
 }
 
+/* The decode of a collective whose payloads arrive in pieces (SumStream): the bits of
+ * decode_sum of the whole payloads (spectral and spatial, 1 and 2 threads, both quantiser
+ * modes, one block and many), whatever the pieces; `out` is written block by block from the
+ * front and never past what has arrived; given need(j) bytes of every payload the next block is
+ * written; a payload it cannot decode is refused (begin: header/bitmap; advance: a block's
+ * overflow bound) before anything of that block range is written. */
+void given_payloads_arriving_in_pieces_when_streaming_the_sum_expect_bits_of_decode_sum(void **) {
+    struct Case {
+        size_t n;
+        uint32_t block;
+        int P, bits, mode;
+        bool huge;
+    };
+    const Case cases[] = {{150001, 16384, 2, 10, 0, false}, {150001, 4096, 3, 7, 1, false},
+                          {70000, 16384, 3, 10, 0, true},   {1000, 0, 2, 10, 0, false},
+                          {65536, 512, 2, 12, 1, false}};
+    testutil::Rng rng(11);
+    for (const Case &cs : cases) {
+        const size_t n = cs.n;
+        std::vector<std::vector<uint8_t>> pay(cs.P);
+        std::vector<const uint8_t *> in(cs.P);
+        std::vector<size_t> len(cs.P);
+        for (int j = 0; j < cs.P; ++j) {
+            auto x = smooth_data(n, 300 + j);
+            const float scale = cs.huge && j ? std::ldexp(1.0f, j == 1 ? 60 : 52) : static_cast<float>(j + 1);
+            for (auto &v : x) v *= scale;
+            CodecParams p = params(cs.bits, cs.block, 0.85);
+            pay[j].resize(codec_fft_topk_ops.max_payload(n, p));
+            size_t l = 0;
+            assert_int_equal(static_cast<int>(fft_topk::encode(x.data(), n, cs.bits, cs.block, p.theta, pay[j].data(),
+                                                               pay[j].size(), &l, SimdLevel::scalar, 1, cs.mode)), 0);
+            assert_int_equal(l, pay[j].size());
+            in[j] = pay[j].data();
+            len[j] = l;
+        }
+        const size_t B = fft_topk::layout(n, cs.block).B, pre = fft_topk::SumStream::prefix_bytes(n, cs.block);
+        for (int spectral = 0; spectral <= 1; ++spectral) {
+            std::vector<float> ref(n);
+            assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), cs.P, n, cs.bits, cs.block,
+                                                                   ref.data(), false, SimdLevel::scalar, 1, cs.mode,
+                                                                   spectral)), 0);
+            for (int threads = 1; threads <= 2; ++threads) {
+                std::vector<float> out(n + 1, 77.0f);
+                std::vector<size_t> avail(cs.P, 0);
+                /* the receive buffers: bytes that have not arrived are garbage, so a block
+                 * decoded too early would show in the bits */
+                std::vector<std::vector<uint8_t>> recv(cs.P);
+                std::vector<const uint8_t *> rin(cs.P);
+                for (int j = 0; j < cs.P; ++j) recv[j].assign(len[j], 0xA5), rin[j] = recv[j].data();
+                auto arrive = [&](int j, size_t upto) {
+                    upto = std::min(upto, len[j]);
+                    if (upto > avail[j]) std::memcpy(recv[j].data() + avail[j], pay[j].data() + avail[j], upto - avail[j]);
+                    avail[j] = std::max(avail[j], upto);
+                };
+                for (int j = 0; j < cs.P; ++j) arrive(j, pre + rng.next() % 5000); /* past the bitmap, some codes */
+                fft_topk::SumStream st;
+                assert_int_equal(static_cast<int>(st.begin(rin.data(), len.data(), cs.P, n, cs.bits, cs.block, out.data(),
+                                                           false, simd_detect(), threads, cs.mode, spectral)), 0);
+                size_t written = 0;
+                int steps = 0;
+                while (!st.done()) {
+                    assert_true(++steps < 100000);
+                    bool at_need = true; /* every payload has what the next block needs */
+                    for (int j = 0; j < cs.P; ++j) at_need = at_need && avail[j] >= st.need(j);
+                    assert_int_equal(static_cast<int>(st.advance(avail.data(), 1 + rng.next() % 4)), 0);
+                    /* written: a prefix of whole blocks, the rest untouched */
+                    size_t w = 0;
+                    while (w < n && out[w] != 77.0f) ++w;
+                    for (size_t i = w; i <= n; ++i) assert_true(out[i] == 77.0f);
+                    assert_true(w == n || w % B == 0);
+                    if (at_need) assert_true(w > written || w == n); /* progress once need() is met */
+                    written = w;
+                    /* next arrivals: a random piece, sometimes exactly what the next block needs */
+                    for (int j = 0; j < cs.P; ++j) arrive(j, rng.next() % 3 ? avail[j] + rng.next() % 3000 : st.need(j));
+                }
+                assert_true(out[n] == 77.0f);
+                assert_memory_equal(out.data(), ref.data(), n * sizeof(float));
+            }
+        }
+        /* refusals: a bitmap that does not add up (begin); a range whose inverse transform could
+         * overflow (advance, at the first block: nothing written) */
+        auto q = pay[0];
+        q[fft_topk::kHeaderBytes + 3] ^= 0x04;
+        std::vector<const uint8_t *> in2 = in;
+        in2[0] = q.data();
+        std::vector<float> out(n, 9.0f);
+        {
+            fft_topk::SumStream st;
+            assert_int_equal(static_cast<int>(st.begin(in2.data(), len.data(), cs.P, n, cs.bits, cs.block, out.data(),
+                                                       false, SimdLevel::scalar, 1, cs.mode)),
+                             static_cast<int>(Status::corrupt));
+        }
+        if (cs.mode == 0) {
+            q = pay[0];
+            in2[0] = q.data();
+            const float huge = 3.4e38f;
+            std::memcpy(q.data() + 8, &huge, 4);
+            fft_topk::SumStream st;
+            assert_int_equal(static_cast<int>(st.begin(in2.data(), len.data(), cs.P, n, cs.bits, cs.block, out.data(),
+                                                       false, SimdLevel::scalar, 1, cs.mode)), 0);
+            assert_int_equal(static_cast<int>(st.advance(len.data())), static_cast<int>(Status::corrupt));
+            for (float v : out) assert_true(v == 9.0f);
+        }
+    }
+}
+
 /* fft_plan=measure|patient (tune_plans / adopt_plans): plans one process measured, shared as
  * FFTW wisdom, give another process the same decoded bits (the condition for every rank of an
  * allreduce holding the same result); the tuned plans decode as accurately as FFTW_ESTIMATE's;
@@ -668,6 +774,7 @@ int main() {
         cmocka_unit_test(given_settings_when_going_through_the_blob_layer_expect_roundtrip),
         cmocka_unit_test(given_paper_quantiser_mode_when_encoding_expect_same_selection_and_alg1_header),
         cmocka_unit_test(given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_and_exact_sum_within_codec_error),
+        cmocka_unit_test(given_payloads_arriving_in_pieces_when_streaming_the_sum_expect_bits_of_decode_sum),
         cmocka_unit_test(given_plans_tuned_in_one_process_when_another_adopts_the_wisdom_expect_same_bits),
     };
     return cmocka_run_group_tests_name("fft_topk", tests, nullptr, nullptr);

@@ -436,28 +436,29 @@ Status encode(const float *in, size_t n, int N, uint32_t param, double theta, ui
 
 namespace {
 
-/* One validated, dequantised payload. */
+/* One payload: header and bitmap validated (begin), its codes dequantised as far as they
+ * have arrived (deq codes of 2k). */
 struct Parsed {
-    const uint8_t *bitmap = nullptr;
+    const uint8_t *bitmap = nullptr, *codes = nullptr;
     const uint64_t *rank = nullptr; /* kept positions before each bitmap word */
-    const float *vals = nullptr;    /* 2k dequantised parts */
+    float *vals = nullptr;          /* 2k dequantised parts */
+    rf::Quant q;
+    uint64_t k = 0;
+    size_t len = 0, deq = 0;
     int sc = 0;
 };
 
-/* Validate a payload (header, bitmap, length, overflow bound) and dequantise it into B.
- * raw[i] = the bound 2 sum(|re| + |im|) of block i's kept coefficients (unscaled). */
-Status parse(const uint8_t *in, size_t len, const Layout &L, int N, int mode, SimdLevel lvl, int threads, DecScratch &B,
-             Parsed *P, double *raw) {
-    rf::Quant f;
-    CMPI_CHECK(rf::read_header(in, N, mode, &f));
+/* The header and bitmap of a payload of len bytes (only its first prefix bytes are read):
+ * header fields, the length for its k, padding bits zero, popcount == k; rank of every word. */
+Status parse_prefix(const uint8_t *in, size_t len, const Layout &L, int N, int mode, SimdLevel lvl, DecScratch &B,
+                    Parsed *P) {
+    CMPI_CHECK(rf::read_header(in, N, mode, &P->q));
     const int sc = in[12];
     if (in[13] | in[14] | in[15]) return Status::corrupt;
     const uint64_t k = get64(in + 16);
     if (k > L.C || sc > 100 || len != payload_bytes(L, k, N)) return Status::corrupt;
-    const uint8_t *bitmap = in + kHeaderBytes, *codes = bitmap + L.Cp / 8;
+    const uint8_t *bitmap = in + kHeaderBytes;
     const size_t nw = L.Cp / 64, nb = L.nblocks();
-
-    /* bitmap: padding bits zero, popcount == k; rank of every word */
     uint64_t *rank = B.rank.get(nw + 1);
     float *vals = B.vals.get(2 * k);
     if (!rank || !vals) return Status::no_memory;
@@ -471,26 +472,30 @@ Status parse(const uint8_t *in, size_t len, const Layout &L, int N, int mode, Si
         }
     }
     if (bad || total != k) return Status::corrupt;
-
-    rf::dequantize_mode(codes, 2 * k, f, vals, false, lvl, threads);
-
-    /* overflow bound per block: the unnormalised inverse transform (and every partial sum in
-     * it) is at most 2 sum(|re| + |im|) over the block's kept coefficients, the output that
-     * times 2^sc / L; both must stay far below FLT_MAX */
-    for (size_t i = 0; i < nb && !bad; ++i) {
-        const size_t r0 = rank[L.pos(i) / 64], r1 = rank[(L.pos(i) + L.slots(i)) / 64];
-        double sum = 0;
-        for (size_t r = r0; r < r1; ++r) sum += std::fabs(static_cast<double>(vals[2 * r])) + std::fabs(static_cast<double>(vals[2 * r + 1]));
-        raw[i] = 2.0 * sum;
-        const double scaled = std::ldexp(raw[i], sc) / static_cast<double>(L.len(i));
-        if (raw[i] > kOutBound || scaled > kOutBound) bad = true;
-    }
-    if (bad) return Status::corrupt;
     P->bitmap = bitmap;
+    P->codes = bitmap + L.Cp / 8;
     P->rank = rank;
     P->vals = vals;
+    P->k = k;
+    P->len = len;
+    P->deq = 0;
     P->sc = sc;
     return Status::ok;
+}
+
+/* Codes of block i end before code index block_end(P, L, i). */
+size_t block_end(const Parsed &P, const Layout &L, size_t i) { return 2 * P.rank[(L.pos(i) + L.slots(i)) / 64]; }
+
+/* The overflow bound of block i of one payload: 2 sum(|re| + |im|) of its kept coefficients
+ * (unscaled), which bounds the unnormalised inverse transform and every partial sum in it;
+ * that and the output (times 2^sc / L) must stay far below FLT_MAX. */
+bool block_bound(const Parsed &P, const Layout &L, size_t i, double *raw) {
+    const size_t r0 = P.rank[L.pos(i) / 64], r1 = P.rank[(L.pos(i) + L.slots(i)) / 64];
+    double sum = 0;
+    for (size_t r = r0; r < r1; ++r) sum += std::fabs(static_cast<double>(P.vals[2 * r])) + std::fabs(static_cast<double>(P.vals[2 * r + 1]));
+    *raw = 2.0 * sum;
+    const double scaled = std::ldexp(*raw, P.sc) / static_cast<double>(L.len(i));
+    return *raw <= kOutBound && scaled <= kOutBound;
 }
 
 /* dst[t] = src[t] * s with non-temporal stores (CodecParams::stream_out: a result too large
@@ -512,87 +517,227 @@ AVX2 void scale_stream_avx2(float *dst, const float *src, size_t cnt, float s) {
     _mm_sfence();
 }
 
-/* out (or out +=, add) = the inverse transform of sum_j 2^(sc_j - sc) spectrum_j, times
- * 2^sc / L per block, the cnt spectra added in index order. cnt == 1 is the plain decode. */
-Status synthesise(const Layout &L, const Parsed *parts, int cnt, int sc, float *out, bool add, int threads,
-                  SimdLevel lvl, bool stream) {
-    const size_t nb = L.nblocks();
-    std::vector<float> f(static_cast<size_t>(cnt));
-    for (int j = 0; j < cnt; ++j) f[j] = std::ldexp(1.0f, parts[j].sc - sc); /* exact power of two, <= 1 */
-
-    /* per block: zero a slot, scatter(-add) the kept coefficients, c2r into tmp, scale into out */
-    auto one_block = [&](size_t i, float *slot, float *tmp, int inner_threads) -> bool {
-        const size_t len_i = L.len(i), s_i = L.slots(i);
-        const Plans p = plans_for(len_i, slot, tmp);
-        if (!p.c2r_oop) return false;
-        const size_t w0 = L.pos(i) / 64, w1 = w0 + s_i / 64;
-        const bool par = inner_threads > 1 && len_i >= sparse::kParallelMin;
-        const size_t nsub = (w1 - w0 + kSegWords - 1) / kSegWords;
+/* Block i of out (or out +=, add) = the inverse transform of sum_j f[j] spectrum_j (the cnt
+ * spectra added in index order, f[j] = 2^(sc_j - sc) exact), times 2^sc / L. cnt == 1 with
+ * f = {1} is the plain decode of one payload. */
+bool block_sum(const Layout &L, const Parsed *const *parts, const float *f, int cnt, int sc, size_t i, float *slot,
+               float *tmp, int inner_threads, float *out, bool add, bool stream, SimdLevel lvl) {
+    const size_t len_i = L.len(i), s_i = L.slots(i);
+    const Plans p = plans_for(len_i, slot, tmp);
+    if (!p.c2r_oop) return false;
+    const size_t w0 = L.pos(i) / 64, w1 = w0 + s_i / 64;
+    const bool par = inner_threads > 1 && len_i >= sparse::kParallelMin;
+    const size_t nsub = (w1 - w0 + kSegWords - 1) / kSegWords;
 #pragma omp parallel for num_threads(inner_threads) schedule(static) if (par)
-        for (size_t q = 0; q < nsub; ++q) {
-            const size_t a = w0 + q * kSegWords, b = std::min(w1, a + kSegWords);
-            std::memset(slot + 2 * 64 * (a - w0), 0, 2 * 64 * (b - a) * sizeof(float));
-            for (int j = 0; j < cnt; ++j) {
-                const Parsed &P = parts[j];
-                const float fj = f[j];
-                for (size_t w = a; w < b; ++w) {
-                    size_t r = P.rank[w];
-                    for (uint64_t m = get64(P.bitmap + 8 * w); m; m &= m - 1, ++r) {
-                        const size_t t = 64 * (w - w0) + __builtin_ctzll(m);
-                        if (j == 0) {
-                            slot[2 * t] = P.vals[2 * r] * fj;
-                            slot[2 * t + 1] = P.vals[2 * r + 1] * fj;
-                        } else {
-                            slot[2 * t] += P.vals[2 * r] * fj;
-                            slot[2 * t + 1] += P.vals[2 * r + 1] * fj;
-                        }
+    for (size_t q = 0; q < nsub; ++q) {
+        const size_t a = w0 + q * kSegWords, b = std::min(w1, a + kSegWords);
+        std::memset(slot + 2 * 64 * (a - w0), 0, 2 * 64 * (b - a) * sizeof(float));
+        for (int j = 0; j < cnt; ++j) {
+            const Parsed &P = *parts[j];
+            const float fj = f[j];
+            for (size_t w = a; w < b; ++w) {
+                size_t r = P.rank[w];
+                for (uint64_t m = get64(P.bitmap + 8 * w); m; m &= m - 1, ++r) {
+                    const size_t t = 64 * (w - w0) + __builtin_ctzll(m);
+                    if (j == 0) {
+                        slot[2 * t] = P.vals[2 * r] * fj;
+                        slot[2 * t + 1] = P.vals[2 * r + 1] * fj;
+                    } else {
+                        slot[2 * t] += P.vals[2 * r] * fj;
+                        slot[2 * t + 1] += P.vals[2 * r + 1] * fj;
                     }
                 }
             }
         }
-        fftwf_execute_dft_c2r(p.c2r_oop, reinterpret_cast<fftwf_complex *>(slot), tmp);
-        const float scale = static_cast<float>(std::ldexp(1.0, sc) / static_cast<double>(len_i));
-        float *dst = out + i * L.B;
-        const size_t nchunk = (len_i + sparse::kSegPos - 1) / sparse::kSegPos;
+    }
+    fftwf_execute_dft_c2r(p.c2r_oop, reinterpret_cast<fftwf_complex *>(slot), tmp);
+    const float scale = static_cast<float>(std::ldexp(1.0, sc) / static_cast<double>(len_i));
+    float *dst = out + i * L.B;
+    const size_t nchunk = (len_i + sparse::kSegPos - 1) / sparse::kSegPos;
 #pragma omp parallel for num_threads(inner_threads) schedule(static) if (par)
-        for (size_t q = 0; q < nchunk; ++q) {
-            const size_t a = q * sparse::kSegPos, b = std::min(len_i, a + sparse::kSegPos);
-            if (add)
-                for (size_t t = a; t < b; ++t) dst[t] += tmp[t] * scale;
-            else if (stream && lvl >= SimdLevel::avx512)
-                scale_stream_avx512(dst + a, tmp + a, b - a, scale);
-            else if (stream && lvl >= SimdLevel::avx2)
-                scale_stream_avx2(dst + a, tmp + a, b - a, scale);
-            else
-                for (size_t t = a; t < b; ++t) dst[t] = tmp[t] * scale;
+    for (size_t q = 0; q < nchunk; ++q) {
+        const size_t a = q * sparse::kSegPos, b = std::min(len_i, a + sparse::kSegPos);
+        if (add)
+            for (size_t t = a; t < b; ++t) dst[t] += tmp[t] * scale;
+        else if (stream && lvl >= SimdLevel::avx512)
+            scale_stream_avx512(dst + a, tmp + a, b - a, scale);
+        else if (stream && lvl >= SimdLevel::avx2)
+            scale_stream_avx2(dst + a, tmp + a, b - a, scale);
+        else
+            for (size_t t = a; t < b; ++t) dst[t] = tmp[t] * scale;
+    }
+    return true;
+}
+
+/* The decoders' scratch per payload index, kept per thread (one SumStream per thread at a
+ * time: decode_sum is one too). */
+DecScratch &dec_scratch(int j) {
+    static thread_local std::vector<std::unique_ptr<DecScratch>> bufs; /* (AlignedBuf does not copy) */
+    while (bufs.size() <= static_cast<size_t>(j)) bufs.push_back(std::make_unique<DecScratch>());
+    return *bufs[j];
+}
+
+}  // namespace
+
+struct SumStream::Impl {
+    Layout L;
+    int cnt = 0, N = 0, mode = 0, threads = 1, sc = 0;
+    SimdLevel lvl = SimdLevel::scalar;
+    bool add = false, spectral = true, stream = false;
+    bool may_refuse = false; /* some block's codes could still break its overflow bound */
+    float *out = nullptr;
+    std::vector<Parsed> parts;
+    std::vector<const Parsed *> ptrs;
+    std::vector<float> f; /* 2^(sc_j - sc) */
+    std::vector<uint8_t> spec; /* per block of the current range: summed in the spectrum */
+    size_t next = 0;           /* blocks written */
+
+    /* Codes of payload j that avail bytes hold, as far as they can be dequantised apart:
+     * whole groups of 8 codes (8 N bits: a byte boundary), or all once the payload is there. */
+    size_t codes_in(int j, size_t avail) const {
+        const Parsed &P = parts[j];
+        if (avail >= P.len) return 2 * P.k;
+        const size_t pre = kHeaderBytes + L.Cp / 8;
+        if (avail <= pre) return 0;
+        return std::min<size_t>(2 * P.k, (avail - pre) * 8 / static_cast<size_t>(N) / 8 * 8);
+    }
+    Status run(size_t b0, size_t b1);
+};
+
+SumStream::SumStream() : impl_(std::make_unique<Impl>()) {}
+SumStream::~SumStream() = default;
+
+size_t SumStream::prefix_bytes(size_t n, uint32_t param) { return kHeaderBytes + layout(n, param).Cp / 8; }
+
+Status SumStream::begin(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param,
+                        float *out, bool add, SimdLevel lvl, int threads, int mode, bool spectral, bool stream) {
+    Impl &m = *impl_;
+    m = Impl{};
+    if (N < rf::kBitsMin || N > rf::kBitsMax || cnt < 1 || n == 0) return Status::corrupt;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    m.L = layout(n, param);
+    m.cnt = cnt;
+    m.N = N;
+    m.mode = mode;
+    m.threads = threads;
+    m.lvl = lvl;
+    m.add = add;
+    m.spectral = spectral;
+    m.stream = stream && !add;
+    m.out = out;
+    m.parts.resize(static_cast<size_t>(cnt));
+    for (int j = 0; j < cnt; ++j) {
+        if (len[j] < kHeaderBytes) return Status::corrupt;
+        CMPI_CHECK(parse_prefix(in[j], len[j], m.L, N, mode, lvl, dec_scratch(j), &m.parts[j]));
+        m.sc = std::max(m.sc, m.parts[j].sc);
+        m.ptrs.push_back(&m.parts[j]);
+    }
+    for (int j = 0; j < cnt; ++j) m.f.push_back(std::ldexp(1.0f, m.parts[j].sc - m.sc)); /* exact, <= 1 */
+    /* could a block's overflow bound fail once its codes arrive? Not if it holds with every
+     * kept part at the largest magnitude the payload's quantiser can decode to */
+    for (int j = 0; j < cnt && !m.may_refuse; ++j) {
+        const Parsed &P = m.parts[j];
+        const rf::Quant &q = P.q;
+        const double vmax = q.mode == rf::kModePaper
+                                ? std::max(std::fabs(rf::paper_decode_one(q.pf.P, q.pf)),
+                                           std::fabs(rf::paper_decode_one(q.pf.cmax(), q.pf)))
+                                : std::fabs(rf::decode_one(q.rs.cmax, q.rs)); /* magnitudes grow with the code */
+        for (size_t i = 0; i < m.L.nblocks() && !m.may_refuse; ++i) {
+            const double kept = static_cast<double>(P.rank[(m.L.pos(i) + m.L.slots(i)) / 64] - P.rank[m.L.pos(i) / 64]);
+            const double raw = 4.0 * kept * vmax; /* 2 sum(|re| + |im|) */
+            m.may_refuse = raw > kOutBound || std::ldexp(raw, P.sc) / static_cast<double>(m.L.len(i)) > kOutBound;
         }
+    }
+    return Status::ok;
+}
+
+bool SumStream::may_refuse() const { return impl_->may_refuse; }
+
+size_t SumStream::need(int j) const {
+    const Impl &m = *impl_;
+    const Parsed &P = m.parts[j];
+    if (m.next >= m.L.nblocks()) return P.len;
+    const size_t e = block_end(P, m.L, m.next);
+    if (e >= 2 * P.k) return P.len;
+    return kHeaderBytes + m.L.Cp / 8 + (e + 7) / 8 * 8 * static_cast<size_t>(m.N) / 8;
+}
+
+bool SumStream::done() const { return impl_->next >= impl_->L.nblocks(); }
+
+Status SumStream::advance(const size_t *avail, size_t max_blocks) {
+    Impl &m = *impl_;
+    const size_t nb = m.L.nblocks();
+    /* dequantise what arrived; the blocks whose codes are all there on every payload */
+    size_t b1 = nb;
+    for (int j = 0; j < m.cnt; ++j) {
+        Parsed &P = m.parts[j];
+        const size_t upto = m.codes_in(j, avail[j]);
+        if (upto > P.deq) {
+            rf::dequantize_mode(P.codes + P.deq / 8 * static_cast<size_t>(m.N), upto - P.deq, P.q, P.vals + P.deq,
+                                false, m.lvl, m.threads);
+            P.deq = upto;
+        }
+        size_t b = m.next;
+        while (b < b1 && block_end(P, m.L, b) <= P.deq) ++b;
+        b1 = b;
+    }
+    if (max_blocks < b1 - m.next) b1 = m.next + max_blocks;
+    if (b1 == m.next) return Status::ok;
+    return m.run(m.next, b1);
+}
+
+/* Blocks [b0, b1): every payload's overflow bound first (nothing of the range is written
+ * if one fails), the summed spectrum's bound (if it could overflow -- only for contributions
+ * near the encoder's refusal limit -- the block is summed in the data domain: one inverse
+ * transform per payload, added in index order), then the inverse transforms. */
+Status SumStream::Impl::run(size_t b0, size_t b1) {
+    spec.assign(b1 - b0, 1);
+    for (size_t i = b0; i < b1; ++i) {
+        double total = 0;
+        for (int j = 0; j < cnt; ++j) {
+            double raw;
+            if (!block_bound(parts[j], L, i, &raw)) return Status::corrupt;
+            total += std::ldexp(raw, parts[j].sc); /* 2^sc_j-scaled bound */
+        }
+        const double r = std::ldexp(total, -sc), scaled = total / static_cast<double>(L.len(i));
+        spec[i - b0] = spectral && r <= kOutBound && scaled <= kOutBound;
+    }
+    const float one = 1.0f;
+    auto block = [&](size_t i, float *slot, float *tmp, int inner) -> bool {
+        if (spec[i - b0] || cnt == 1) return block_sum(L, ptrs.data(), f.data(), cnt, sc, i, slot, tmp, inner, out, add, stream, lvl);
+        for (int j = 0; j < cnt; ++j)
+            if (!block_sum(L, &ptrs[j], &one, 1, parts[j].sc, i, slot, tmp, inner, out, add || j > 0,
+                           stream && j == cnt - 1, lvl))
+                return false;
         return true;
     };
-
     bool ok = true;
-    if (nb == 1) {
+    if (L.nblocks() == 1) {
         static thread_local AlignedBuf<float> slot1, tmp1;
         float *slot = slot1.get(2 * L.slots(0)), *tmp = tmp1.get(2 * L.slots(0));
         if (!slot || !tmp) return Status::no_memory;
-        ok = one_block(0, slot, tmp, threads);
+        ok = block(0, slot, tmp, threads);
     } else {
-#pragma omp parallel num_threads(threads) if (threads > 1 && L.n >= sparse::kParallelMin)
+#pragma omp parallel num_threads(threads) if (threads > 1 && (b1 - b0) * L.B >= sparse::kParallelMin)
         {
             static thread_local AlignedBuf<float> tslot, ttmp;
             float *slot = tslot.get(2 * L.P), *tmp = ttmp.get(2 * L.P);
             bool mine = slot != nullptr && tmp != nullptr;
 #pragma omp for schedule(static)
-            for (size_t i = 0; i < nb; ++i)
-                if (mine) mine = one_block(i, slot, tmp, 1);
+            for (size_t i = b0; i < b1; ++i)
+                if (mine) mine = block(i, slot, tmp, 1);
             if (!mine) {
 #pragma omp critical(compmpi_fft_fail)
                 ok = false;
             }
         }
     }
-    return ok ? Status::ok : Status::no_memory;
+    if (!ok) return Status::no_memory;
+    next = b1;
+    return Status::ok;
 }
 
+namespace {
 }  // namespace
 
 uint64_t probe(uint32_t param) {
@@ -676,39 +821,23 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
     if (N < rf::kBitsMin || N > rf::kBitsMax || cnt < 1) return Status::corrupt;
     for (int j = 0; j < cnt; ++j)
         if (len[j] < kHeaderBytes) return Status::corrupt;
-    if (lvl > simd_detect()) lvl = simd_detect();
-    const Layout L = layout(n, param);
-    const size_t nb = L.nblocks();
-    /* every payload validated before anything is written (same verdict on every rank) */
-    static thread_local std::vector<std::unique_ptr<DecScratch>> bufs; /* (AlignedBuf does not copy) */
-    while (bufs.size() < static_cast<size_t>(cnt)) bufs.push_back(std::make_unique<DecScratch>());
-    std::vector<Parsed> parts(static_cast<size_t>(cnt));
-    std::vector<double> raw(nb), total(nb, 0.0);
-    int sc = 0;
-    for (int j = 0; j < cnt; ++j) {
-        if (n == 0) { /* header checks only */
+    if (n == 0) { /* header checks only */
+        const Layout L = layout(n, param);
+        for (int j = 0; j < cnt; ++j) {
             rf::Quant f;
             CMPI_CHECK(rf::read_header(in[j], N, mode, &f));
             if (in[j][12] > 100 || (in[j][13] | in[j][14] | in[j][15]) || get64(in[j] + 16) > L.C ||
                 len[j] != payload_bytes(L, get64(in[j] + 16), N))
                 return Status::corrupt;
-            continue;
         }
-        CMPI_CHECK(parse(in[j], len[j], L, N, mode, lvl, threads, *bufs[j], &parts[j], raw.data()));
-        sc = std::max(sc, parts[j].sc);
-        for (size_t i = 0; i < nb; ++i) total[i] += std::ldexp(raw[i], parts[j].sc); /* 2^sc_j-scaled bound */
+        return Status::ok;
     }
-    if (n == 0) return Status::ok;
-    /* the summed spectrum obeys the same bound as each part; if it does not (only for
-     * contributions near the encoder's refusal limit), sum in the data domain instead */
-    for (size_t i = 0; i < nb && spectral; ++i) {
-        const double r = std::ldexp(total[i], -sc), scaled = total[i] / static_cast<double>(L.len(i));
-        if (r > kOutBound || scaled > kOutBound) spectral = false;
-    }
-    if (spectral || cnt == 1) return synthesise(L, parts.data(), cnt, sc, out, add, threads, lvl, stream);
-    for (int j = 0; j < cnt; ++j)
-        CMPI_CHECK(synthesise(L, &parts[j], 1, parts[j].sc, out, add || j > 0, threads, lvl, stream && j == cnt - 1));
-    return Status::ok;
+    /* all of every payload there: one step over every block, which validates every payload
+     * (header, bitmap, every block's bound) before anything is written -- the same verdict on
+     * every rank, and `out` untouched on failure */
+    SumStream s;
+    CMPI_CHECK(s.begin(in, len, cnt, n, N, param, out, add, lvl, threads, mode, spectral, stream));
+    return s.advance(len);
 }
 
 /* ---------------------------------------------------------------- CodecOps */
