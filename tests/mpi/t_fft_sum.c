@@ -111,6 +111,10 @@ int main(int argc, char **argv) {
         memcpy(y3, x, n * sizeof(float));
         MPI_Allreduce(MPI_IN_PLACE, y3, (int)n, MPI_FLOAT, MPI_SUM, comm);
         MT_CHECK(memcmp(y3, y, n * sizeof(float)) == 0, "n=%zu: in-place sum in pieces differs", n);
+        MPI_Request rq;
+        MPI_Iallreduce(x, y3, (int)n, MPI_FLOAT, MPI_SUM, comm, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MT_CHECK(memcmp(y3, y, n * sizeof(float)) == 0, "n=%zu: non-blocking sum in pieces differs", n);
         MT_CHECK(memcmp(x, keep, n * sizeof(float)) == 0, "input written (pieces)");
         compmpi_comm_set(comm, "chunk_bytes", "4M");
         free(y3);
