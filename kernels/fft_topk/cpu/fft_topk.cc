@@ -594,10 +594,11 @@ struct SumStream::Impl {
 
     /* Codes of payload j that avail bytes hold, as far as they can be dequantised apart:
      * whole groups of 8 codes (8 N bits: a byte boundary), or all once the payload is there. */
+    size_t prefix() const { return kHeaderBytes + L.Cp / 8; } /* header and bitmap */
     size_t codes_in(int j, size_t avail) const {
         const Parsed &P = parts[j];
         if (avail >= P.len) return 2 * P.k;
-        const size_t pre = kHeaderBytes + L.Cp / 8;
+        const size_t pre = prefix();
         if (avail <= pre) return 0;
         return std::min<size_t>(2 * P.k, (avail - pre) * 8 / static_cast<size_t>(N) / 8 * 8);
     }
@@ -659,7 +660,7 @@ size_t SumStream::need(int j) const {
     if (m.next >= m.L.nblocks()) return P.len;
     const size_t e = block_end(P, m.L, m.next);
     if (e >= 2 * P.k) return P.len;
-    return kHeaderBytes + m.L.Cp / 8 + (e + 7) / 8 * 8 * static_cast<size_t>(m.N) / 8;
+    return m.prefix() + (e + 7) / 8 * static_cast<size_t>(m.N); /* whole groups of 8 codes: N bytes each */
 }
 
 bool SumStream::done() const { return impl_->next >= impl_->L.nblocks(); }
