@@ -112,6 +112,7 @@ int main(int argc, char **argv) {
         const char *name;
         const GpuCodec *g;
         int bits, variant;
+        float clip_at = 0, shared = 0; /* terngrad as the allreduce calls it */
     };
     const Case cases[] = {
         {"none", &gpu_codec_none, 0, 0},          {"bitpack 8 trunc", &gpu_codec_bitpack, 8, 0},
@@ -119,6 +120,8 @@ int main(int argc, char **argv) {
         {"bitpack 24 trunc", &gpu_codec_bitpack, 24, 0}, {"bitpack 32", &gpu_codec_bitpack, 32, 0},
         {"fp16 (scaled)", &gpu_codec_fp16, 16, 0},  {"bf16", &gpu_codec_bf16, 16, 0},
         {"terngrad base4", &gpu_codec_terngrad, 2, 0}, {"terngrad base3", &gpu_codec_terngrad, 2, 1},
+        {"terngrad base4 (allreduce)", &gpu_codec_terngrad, 2, 0, 2.5f, 3.0f},
+        {"terngrad levels 4 (phase 2)", &gpu_codec_terngrad, 4, 2},
         {"qsgd 4 bits", &gpu_codec_qsgd, 4, 0},     {"qsgd 8 bits", &gpu_codec_qsgd, 8, 0},
     };
     void *work = nullptr; /* bucket statistics of terngrad/qsgd (one bucket) */
@@ -132,8 +135,11 @@ int main(int argc, char **argv) {
         p.bits = static_cast<uint8_t>(c.bits);
         p.variant = static_cast<uint8_t>(c.variant);
         p.seed = 12345;
+        p.clip_at = c.clip_at;
+        p.shared_scale = c.shared;
         size_t len = c.g == &gpu_codec_fp16 ? 4 + 2 * n : c.bits ? n * (c.bits / 8) : n * 4;
-        if (c.g == &gpu_codec_terngrad) len = 4 + (c.variant == 0 ? (n + 3) / 4 : (n + 4) / 5);
+        if (c.g == &gpu_codec_terngrad)
+            len = 4 + (c.variant == 0 ? (n + 3) / 4 : c.variant == 1 ? (n + 4) / 5 : (n * c.bits + 7) / 8);
         if (c.g == &gpu_codec_qsgd) len = 4 + (n * c.bits + 7) / 8;
         const GpuEncodeArgs ea{nullptr, x, n, &p, payload, flag, flag + 1, nullptr, work};
         const double te = time_it(reps, [&] {

@@ -59,6 +59,13 @@ const GpuCodec *gpu_codec(int id, const CodecParams &p) {
     return nullptr;
 }
 
+/* The codec's kernels whatever the parameters (prepare() covers every parameter set). */
+const GpuCodec *gpu_codec_of(int id) {
+    for (const GpuCodec *g : kGpuCodecs)
+        if (static_cast<int>(g->id) == id) return g;
+    return nullptr;
+}
+
 const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat"; }
 
 namespace {
@@ -463,12 +470,32 @@ void gpu_sub(void *ctx, float *dst, const float *a, const float *b, size_t n) {
     run_binary(ctx, dst, n, "sub kernel", [&](cudaStream_t s) { return launch_sub(dst, a, b, n, s); });
 }
 
-/* No codec's prepare() has a GPU version: its statistics are order-dependent sums that a
- * CUB reduction would round differently from the CPU, and bit-equal encodes across
- * backends need equal statistics. The floats are staged through the host instead. */
+/* prepare() (terngrad's shared statistic) on the device where the codec's kernels have it:
+ * the CPU's order-dependent sums in the CPU's order (stoch.cuh), so the statistic has the
+ * CPU's bits; three words come back. Otherwise the floats are staged through the host. */
 Status gpu_prepare(void *ctx, const CodecOps &c, const CodecParams &p, const float *data, size_t n, double *stat) {
     Ctx *x = static_cast<Ctx *>(ctx);
     if (!c.prepare) return Status::unsupported;
+    const GpuCodec *g = gpu_codec_of(static_cast<int>(c.id));
+    if (g && g->prepare && n) {
+        Scope scope(x, data);
+        if (!scope.ok()) return Status::unsupported;
+        if (!grow(x, &x->work, g->prepare_work_bytes(n)) || !grow(x, &x->flag, 256, 256)) return Status::no_memory;
+        uint32_t *dflag = static_cast<uint32_t *>(x->flag.p);
+        if (!check(x, cudaMemsetAsync(dflag, 0, 3 * sizeof(uint32_t), x->stream), "cudaMemsetAsync") ||
+            !check(x, g->prepare(data, n, p, x->work.p, reinterpret_cast<float *>(dflag + 1), dflag, x->stream),
+                   "prepare kernels") ||
+            !check(x, cudaMemcpyAsync(x->pinned_flag, dflag, 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost, x->stream),
+                   "cudaMemcpyAsync (statistic)") ||
+            !finish(x))
+            return Status::unsupported;
+        if (x->pinned_flag[0]) return Status::nonfinite;
+        float res[2];
+        std::memcpy(res, x->pinned_flag + 1, sizeof res);
+        *stat = res[0];
+        if (p.clip_out) *p.clip_out = res[1];
+        return Status::ok;
+    }
     float *h = host_floats(x, n ? n : 1);
     if (!h) return Status::no_memory;
     if (n) {
@@ -654,7 +681,17 @@ Status model_decode(const CodecOps &c, const CodecParams &p, const uint8_t *in, 
     return g->decode_host(c, in, len, n, p, out, accumulate);
 }
 
-const CudaHostModel kModel = {model_encode, model_decode, l2norm_host};
+Status model_prepare(const CodecOps &c, const CodecParams &p, const float *in, size_t n, double *stat) {
+    const GpuCodec *g = gpu_codec_of(static_cast<int>(c.id));
+    if (!g || !g->prepare_host || !c.prepare || n == 0) return Status::unsupported;
+    float res[2];
+    if (g->prepare_host(in, n, p, res)) return Status::nonfinite;
+    *stat = res[0];
+    if (p.clip_out) *p.clip_out = res[1];
+    return Status::ok;
+}
+
+const CudaHostModel kModel = {model_encode, model_decode, l2norm_host, model_prepare};
 
 #ifdef CUDART_VERSION
 #define CMPI_CUDART_STR "CUDA runtime " CMPI_STR(CUDART_VERSION)

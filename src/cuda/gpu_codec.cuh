@@ -64,6 +64,14 @@ struct GpuCodec {
     bool (*encode_host_var)(const CodecOps &c, const float *in, size_t n, const CodecParams &p, uint8_t *out,
                             size_t *len) = nullptr;
     size_t (*decode_work_bytes)(size_t n, const CodecParams &p) = nullptr;
+    /* CodecOps::prepare on the device, the same bits (nullptr: staged through the host).
+     * Enqueue; res (device, 2 floats) gets the statistic and the clip threshold it used
+     * (what prepare() reports through p.clip_out); bad (device, zeroed) 1 on NaN/Inf. work:
+     * prepare_work_bytes(n) device bytes. The host model: the same bodies, true on NaN/Inf. */
+    cudaError_t (*prepare)(const float *in, size_t n, const CodecParams &p, void *work, float *res, uint32_t *bad,
+                           cudaStream_t stream) = nullptr;
+    size_t (*prepare_work_bytes)(size_t n) = nullptr;
+    bool (*prepare_host)(const float *in, size_t n, const CodecParams &p, float res[2]) = nullptr;
 };
 
 extern const GpuCodec gpu_codec_none;
@@ -78,6 +86,8 @@ extern const GpuCodec gpu_codec_rangefloat;
 
 /* The table entry for id with kernels for p, or nullptr. */
 const GpuCodec *gpu_codec(int id, const CodecParams &p);
+/* The codec's kernels for any parameters (nullptr: none); prepare() serves every set. */
+const GpuCodec *gpu_codec_of(int id);
 /* "none bitpack": codecs with kernels. */
 const char *gpu_codec_names();
 

@@ -68,6 +68,9 @@ struct CudaHostModel {
                      bool accumulate);
     /* The deterministic l2 norm exactly as the kernels order it. */
     double (*l2norm)(const float *x, size_t n);
+    /* CodecOps::prepare as the kernels compute it (p.clip_out set as the CPU sets it);
+     * unsupported where the backend stages prepare() through the host. */
+    Status (*prepare)(const CodecOps &c, const CodecParams &p, const float *in, size_t n, double *stat);
 };
 
 struct CudaModule {

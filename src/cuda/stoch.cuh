@@ -82,16 +82,99 @@ __host__ __device__ inline uint32_t refine8(const Stream &s, uint64_t i) {
     return out[0] >> 24;
 }
 
-/* philox::below(s, i, draw16(s, i), ceil24(t)): t >= 0; NaN and t >= 2^24 hit */
-__host__ __device__ inline bool below24(const Stream &s, uint64_t i, float t) {
+/* philox::below(s, i, a, ceil24(t)), a = draw16(s, i): t >= 0; NaN and t >= 2^24 hit */
+__host__ __device__ inline bool below24(const Stream &s, uint64_t i, float t, uint32_t a) {
     const float tc = t < 0x1p24f ? t : 0x1p24f;
 #ifdef __CUDA_ARCH__
     const uint32_t C = static_cast<uint32_t>(ceilf(tc));
 #else
     const uint32_t C = static_cast<uint32_t>(std::ceil(tc));
 #endif
-    const uint32_t a = draw16(s, i), A = C >> 8, R = C & 255u;
+    const uint32_t A = C >> 8, R = C & 255u;
     return a < A || (a == A && R != 0 && refine8(s, i) < R);
+}
+
+/* ---------------------------------------------------------------- Philox tiles
+ * One Philox block gives four words, and draw16 takes half a word: computed per element, a
+ * block serves one element and 7/8 of the generator's work is thrown away. The encoders
+ * therefore work in tiles of kTile elements: first the tile's Philox blocks are computed once
+ * each into a word table (shared memory on the GPU), then the code items of the tile read
+ * their draws from it. The words are philox::word(w0 + j) for j < tile_words, so the draws
+ * are the CPU's; only who computes which block changes.
+ *   draw16 tiles: elements [kTile t, kTile (t+1)) use words [kTile t / 2, +kTile / 2)
+ *                 (element i: half (i >> 6) & 1 of word 64 (i >> 7) + i % 64);
+ *   word tiles:   element i uses word i (terngrad's stochastic levels): [kTile t, +kTile).
+ * kTile = 1280 elements: 320 base4 bytes, 256 base3 bytes, 160 groups of 8 fields. */
+inline constexpr size_t kTile = 1280;
+inline constexpr int kTileThreads = 160;
+enum TileWords : int { kNoWords = 0, kDraw16Words = 1, kFullWords = 2 };
+
+__host__ __device__ inline uint64_t tile_word0(int mode, size_t t) {
+    return mode == kDraw16Words ? t * (kTile / 2) : t * kTile;
+}
+__host__ __device__ inline int tile_blocks(int mode) {
+    return mode == kDraw16Words ? static_cast<int>(kTile / 8) : mode == kFullWords ? static_cast<int>(kTile / 4) : 0;
+}
+/* Block kb of the tile starting at word w0 (a multiple of 64): block 16 (w0 / 64 + kb / 16)
+ * + kb % 16, whose word l is word(w0 + 64 (kb / 16) + 16 l + kb % 16). */
+__host__ __device__ inline void tile_fill(const Stream &s, uint64_t w0, int kb, uint32_t *words) {
+    const uint64_t c = 16 * ((w0 >> 6) + static_cast<uint64_t>(kb / 16)) + static_cast<uint64_t>(kb % 16);
+    uint32_t out[4];
+    block(static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), s.s0, s.s1, s.k0, s.k1, out);
+    uint32_t *w = words + 64 * (kb / 16) + kb % 16;
+    w[0] = out[0];
+    w[16] = out[1];
+    w[32] = out[2];
+    w[48] = out[3];
+}
+/* draw16(s, i) for element i of tile t, from its word table */
+__host__ __device__ inline uint32_t tile_draw16(const uint32_t *words, size_t t, uint64_t i) {
+    const uint64_t j = i - t * kTile; /* < kTile */
+    return (words[64 * (j >> 7) + (j & 63)] >> (16 * static_cast<uint32_t>((j >> 6) & 1))) & 0xFFFFu;
+}
+
+/* Body: int mode (TileWords), Stream st, size_t items_per_tile, size_t items (all tiles),
+ * bool code(size_t t, size_t item, const uint32_t *words) -> true raises the flag. */
+template <class Body>
+__global__ void __launch_bounds__(kTileThreads) tile_kernel(size_t tiles, Body body, uint32_t *flag) {
+    __shared__ uint32_t words[kTile];
+    bool bad = false;
+    const int nblk = tile_blocks(body.mode);
+    for (size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t w0 = tile_word0(body.mode, t);
+        for (int kb = threadIdx.x; kb < nblk; kb += blockDim.x) tile_fill(body.st, w0, kb, words);
+        __syncthreads();
+        const size_t i0 = t * body.items_per_tile;
+        const size_t i1 = i0 + body.items_per_tile < body.items ? i0 + body.items_per_tile : body.items;
+        for (size_t it = i0 + threadIdx.x; it < i1; it += blockDim.x) bad |= body.code(t, it, words);
+        __syncthreads();
+    }
+    if (flag && __any_sync(0xFFFFFFFFu, bad) && (threadIdx.x & 31) == 0) atomicOr(flag, 1u);
+}
+
+template <class Body>
+cudaError_t launch_tiles(const Body &body, uint32_t *flag, cudaStream_t stream) {
+    const size_t tiles = (body.items + body.items_per_tile - 1) / body.items_per_tile;
+    if (tiles == 0) return cudaSuccess;
+    const size_t grid = tiles < 132 * 12 * 8 ? tiles : 132 * 12 * 8; /* grid-stride past ~8 waves */
+    tile_kernel<<<static_cast<unsigned>(grid), kTileThreads, 0, stream>>>(tiles, body, flag);
+    return cudaGetLastError();
+}
+
+/* The host model: the same fills and code items, tile by tile. */
+template <class Body>
+bool run_tiles_host(const Body &body) {
+    uint32_t words[kTile];
+    bool bad = false;
+    const size_t tiles = (body.items + body.items_per_tile - 1) / body.items_per_tile;
+    for (size_t t = 0; t < tiles; ++t) {
+        const uint64_t w0 = tile_word0(body.mode, t);
+        for (int kb = 0; kb < tile_blocks(body.mode); ++kb) tile_fill(body.st, w0, kb, words);
+        const size_t i0 = t * body.items_per_tile;
+        const size_t i1 = i0 + body.items_per_tile < body.items ? i0 + body.items_per_tile : body.items;
+        for (size_t it = i0; it < i1; ++it) bad |= body.code(t, it, words);
+    }
+    return bad;
 }
 
 /* ---------------------------------------------------------------- double helpers */

@@ -2,7 +2,8 @@
 # The GPU checks of docs/gpu.md, in order, on a machine with an NVIDIA GPU and no MPI (the
 # device tool), from a folder made by tests/gpu/pack.sh. Logs go to $OUT (or ./gpu-out).
 #
-#   bash tests/gpu/run_device.sh [PACK_DIR] [STEPS]   STEPS: any of unit bench mpi (default all)
+#   bash tests/gpu/run_device.sh [PACK_DIR] [STEPS]   STEPS: any of unit bench mpi timing timing_mps
+#                                                     (default: unit bench mpi)
 #
 # Exit status: the number of failed steps.
 set -u
@@ -63,15 +64,34 @@ if [[ " $STEPS " == *" mpi "* ]]; then
         fi
     done
 fi
-if [[ " $STEPS " == *" timing "* ]]; then
-    # 64 MiB allreduce of device buffers, 2 ranks on one GPU, shared memory between them:
-    # plain (copy down, MPICH, copy up) against each codec; one process per codec so the
-    # statistics (encode / decode / comm split) belong to that codec alone
+# 64 MiB allreduce of device buffers, 2 ranks on the one GPU, shared memory between them:
+# plain (copy down, MPICH, copy up) against each codec; one process per codec so the
+# statistics (encode / decode / comm split) belong to that codec alone
+timing() { # $1: log file
     for spec in plain codec=bitpack/bits=16 codec=bitpack/bits=8 codec=fp16 codec=q8 codec=terngrad codec=qsgd/bits=4; do
         timeout 120 mpiexec.hydra -n 2 -genv LD_PRELOAD "$P/lib/libcompmpi.so" -genv COMPMPI_COST_MODEL off \
-            -genv COMPMPI_STATS 1 -genv T_GPU_BENCH 10 "$P/bin/t_gpu_coll" device "$spec" < /dev/null >> "$O/timing.txt" 2>&1
+            -genv COMPMPI_STATS 1 -genv T_GPU_BENCH 10 "$P/bin/t_gpu_coll" device "$spec" < /dev/null >> "$1" 2>&1
         step "timing $spec" $?
     done
+}
+if [[ " $STEPS " == *" timing "* ]]; then
+    timing "$O/timing.txt"
+fi
+# The same under MPS (CUDA's multi-process service): two processes on one GPU otherwise
+# take turns in time slices, and every synchronisation of one rank can wait out the other's
+# slice -- an artefact of sharing one GPU that a job with one GPU per rank does not have.
+if [[ " $STEPS " == *" timing_mps "* ]]; then
+    if command -v nvidia-cuda-mps-control > /dev/null; then
+        export CUDA_MPS_PIPE_DIRECTORY=/tmp/compmpi-mps CUDA_MPS_LOG_DIRECTORY=/tmp/compmpi-mps-log
+        mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+        nvidia-cuda-mps-control -d
+        step "mps daemon" $?
+        timing "$O/timing_mps.txt"
+        echo quit | nvidia-cuda-mps-control
+        unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    else
+        step "timing_mps: no nvidia-cuda-mps-control" 1
+    fi
 fi
 cat "$O/summary.txt"
 # the device tool returns at most 8 files: everything also goes back as one archive

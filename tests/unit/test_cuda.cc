@@ -263,7 +263,9 @@ std::vector<CodecParams> kernel_params(const CodecOps &c) {
             if (c.check(p) == Status::ok) v.push_back(p);
         }
     /* the scaled stochastic codecs: levels widths, buckets (below, at and above a 32768-
-     * element statistics segment), clipping, an agreed shared scale */
+     * element statistics segment), clipping, an agreed shared scale, and terngrad as the
+     * allreduce calls it: the clip threshold decided for the whole contribution (clip_at),
+     * alone and with the agreed scale (the CPU's no-statistics `given` path) */
     if (c.id == CodecId::terngrad || c.id == CodecId::qsgd) {
         std::vector<CodecParams> base = v;
         if (c.id == CodecId::terngrad)
@@ -276,11 +278,16 @@ std::vector<CodecParams> kernel_params(const CodecOps &c) {
         v.clear();
         for (const CodecParams &b0 : base)
             for (uint32_t param : {0u, 64u, 1000u, 40000u})
-                for (int variant = 0; variant < (c.id == CodecId::terngrad ? 3 : 1); ++variant) {
+                for (int variant = 0; variant < (c.id == CodecId::terngrad ? 5 : 1); ++variant) {
                     CodecParams p = b0;
                     p.param = param;
                     if (variant == 1) p.clip = 2.5f;        /* c sigma clipping */
                     if (variant == 2) p.shared_scale = 0.7; /* an agreed scaler (used with one bucket) */
+                    if (variant >= 3) {                     /* the collective's threshold */
+                        p.clip = 2.5f;
+                        p.clip_at = 0.3f;
+                    }
+                    if (variant == 4) p.shared_scale = 0.7;
                     if (c.check(p) == Status::ok) v.push_back(p);
                 }
     }
@@ -355,9 +362,9 @@ void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
                         if (sr != Status::ok) continue; /* NaN/Inf: the payload is unspecified */
                         assert_int_equal(lg, lr);
                         if (!testutil::same_bytes(ref.data(), got.data() + off, lr))
-                            fail_msg("%s bits=%d variant=%d param=%u clip=%g shared=%g fixed=%g n=%zu off=%zu: payload "
+                            fail_msg("%s bits=%d variant=%d param=%u clip=%g clip_at=%g shared=%g fixed=%g n=%zu off=%zu: payload "
                                      "differs",
-                                     c->name, p.bits, p.variant, p.param, p.clip, p.shared_scale, p.fixed_scale, n, off);
+                                     c->name, p.bits, p.variant, p.param, p.clip, p.clip_at, p.shared_scale, p.fixed_scale, n, off);
                         ++checked;
                     }
                 }
@@ -423,6 +430,43 @@ void given_decision_sweep_when_host_model_encodes_expect_cpu_bytes(void **) {
             ++checked;
         }
     print_message("%d codec/parameter sets agree on %zu decision values\n", checked, x.size());
+}
+
+/* terngrad's prepare() (the shared statistic and the clip threshold it reports) as the
+ * kernels compute it: the CPU's bits for every parameter set, size, and NaN/Inf. */
+void given_host_model_when_preparing_expect_cpu_statistic(void **) {
+    NEED_MODULE();
+    int checked = 0, refused = 0;
+    for (const CodecOps *c : all_codecs()) {
+        if (!c->prepare) continue;
+        for (const CodecParams &p : kernel_params(*c))
+            for (size_t n : kSizes)
+                for (int nan = 0; nan <= 1; ++nan) {
+                    if (n == 0 || (nan && n < 10)) continue;
+                    auto x = gradient_data(n, 300 + n);
+                    tame(*c, x);
+                    if (nan) x[n / 3] = (n & 1) ? NAN : -INFINITY;
+                    double ref = -1, got = -2;
+                    float cr = -1, cg = -2;
+                    CodecParams pr = p, pg = p;
+                    pr.clip_out = &cr;
+                    pg.clip_out = &cg;
+                    const Status sr = c->prepare(x.data(), n, pr, &ref);
+                    const Status sg = g_mod->model->prepare(*c, pg, x.data(), n, &got);
+                    assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+                    if (sr != Status::ok) {
+                        ++refused;
+                        continue;
+                    }
+                    if (!testutil::same_bytes(&ref, &got, sizeof ref) || !testutil::same_bytes(&cr, &cg, sizeof cr))
+                        fail_msg("%s variant=%d param=%u clip=%g clip_at=%g n=%zu: statistic %a/%a, clip %a/%a", c->name,
+                                 p.variant, p.param, p.clip, p.clip_at, n, got, ref, cg, cr);
+                    ++checked;
+                }
+    }
+    print_message("%d prepare() statistics compared, %d NaN/Inf refusals\n", checked, refused);
+    assert_true(checked > 0);
+    assert_true(refused > 0);
 }
 
 void given_host_model_when_decoding_expect_cpu_floats(void **) {
@@ -784,11 +828,16 @@ void given_gpu_when_prepare_expect_cpu_statistic(void **) {
         g.put(d.f(), x.data(), n);
         for (CodecParams p : kernel_params(*c)) {
             double ref = -1, got = -2;
-            const Status sr = c->prepare ? c->prepare(x.data(), n, p, &ref) : Status::unsupported;
-            const Status sg = g.b->prepare(g.ctx, *c, p, d.f(), n, &got);
+            float cr = -1, cg = -2; /* the clip threshold prepare() reports (clip_out) */
+            CodecParams pr = p, pg = p;
+            pr.clip_out = &cr;
+            pg.clip_out = &cg;
+            const Status sr = c->prepare ? c->prepare(x.data(), n, pr, &ref) : Status::unsupported;
+            const Status sg = g.b->prepare(g.ctx, *c, pg, d.f(), n, &got);
             assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
             if (sr == Status::ok) {
                 assert_true(testutil::same_bytes(&ref, &got, sizeof ref));
+                assert_true(testutil::same_bytes(&cr, &cg, sizeof cr));
                 ++checked;
             }
         }
@@ -882,6 +931,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest model[] = {
         cmocka_unit_test(given_host_model_when_encoding_expect_cpu_payload_bytes),
         cmocka_unit_test(given_decision_sweep_when_host_model_encodes_expect_cpu_bytes),
+        cmocka_unit_test(given_host_model_when_preparing_expect_cpu_statistic),
         cmocka_unit_test(given_host_model_when_decoding_expect_cpu_floats),
         cmocka_unit_test(given_host_model_when_l2norm_expect_cpu_bits),
         cmocka_unit_test(given_no_gpu_when_backend_called_expect_clean_failures),

@@ -6,8 +6,9 @@
  *   2. norms   one item per bucket: fold + accumulate in the CPU's order, N = float_up(sqrt),
  *              written as the payload's fp32 norm; NaN/Inf or a norm whose levels overflow
  *              raise the flag (Status::nonfinite, as the CPU);
- *   3. codes   one item per field group (8 elements -> `bits` bytes): q_one with each
- *              element's 24-bit uniform drawn as the CPU does (philox::draw16 / refine8).
+ *   3. codes   in Philox tiles (stoch.cuh: each block computed once per tile, kept in shared
+ *              memory), one item per field group (8 elements -> `bits` bytes): q_one with
+ *              each element's 24-bit uniform drawn as the CPU does (philox::draw16 / refine8).
  * Decode: norms validated on the host copy (finite, sign clear, levels fit), then one item
  * per element: field * (N / s) [+ acc]. */
 #include <vector>
@@ -51,8 +52,8 @@ struct NormBody {
     }
 };
 
-/* q_one with the CPU's Scale: r = (|v| pre) (s / (N pre)) */
-__host__ __device__ inline int q_code(float v, float N, float sL, const Stream &st, size_t i) {
+/* q_one with the CPU's Scale: r = (|v| pre) (s / (N pre)); a = draw16(st, i) */
+__host__ __device__ inline int q_code(float v, float N, float sL, const Stream &st, size_t i, uint32_t a) {
     if (!(N > 0)) return 0;
     const float pre = N < 0x1p-60f ? 0x1p64f : 1.0f;
     const float rs = fdiv(sL, fmul(N, pre));
@@ -60,12 +61,14 @@ __host__ __device__ inline int q_code(float v, float N, float sL, const Stream &
     const float r = fmul(fmul(u2f(u & 0x7FFFFFFFu), pre), rs);
     const float l = ffloor(r);
     const float t = fmul(fsub(r, l), kTwo24);
-    const float up = fadd(l, below24(st, i, t) ? 1.0f : 0.0f);
+    const float up = fadd(l, below24(st, i, t, a) ? 1.0f : 0.0f);
     const float xi = up < sL ? up : sL;
     const int k = static_cast<int>(xi);
     return (u >> 31) ? -k : k;
 }
 
+/* Codes in Philox tiles (stoch.cuh): one item per field group (8 elements -> bits bytes),
+ * draws from the tile's word table. */
 struct CodeBody {
     const float *in;
     size_t n, B;
@@ -73,9 +76,13 @@ struct CodeBody {
     Stream st;
     int bits;
     uint8_t *codes;
-    __host__ __device__ bool operator()(size_t item) const {
+    int mode = kDraw16Words;
+    size_t items_per_tile = kTile / 8;
+    size_t items = (n + 7) / 8;
+    __host__ __device__ bool code(size_t t, size_t item, const uint32_t *words) const {
         const float sL = levels_of(bits);
-        pack_group(item, n, bits, codes, [&](size_t i) { return q_code(in[i], norm[i / B], sL, st, i); });
+        pack_group(item, n, bits, codes,
+                   [&](size_t i) { return q_code(in[i], norm[i / B], sL, st, i, tile_draw16(words, t, i)); });
         return false;
     }
 };
@@ -97,7 +104,7 @@ cudaError_t qs_encode(const GpuEncodeArgs &a) {
     if (e == cudaSuccess) e = launch_for_each(g.nb, NormBody{lanes, g, p.bits, a.out, norm}, a.bad, a.stream);
     if (e != cudaSuccess) return e;
     const CodeBody body{a.in, a.n, g.B, norm, make_stream(p.seed, p.stream), p.bits, a.out + 4 * g.nb};
-    return launch_for_each((a.n + 7) / 8, body, nullptr, a.stream);
+    return launch_tiles(body, nullptr, a.stream);
 }
 
 bool qs_encode_host(const CodecOps &, const float *in, size_t n, const CodecParams &p, uint8_t *out) {
@@ -107,8 +114,7 @@ bool qs_encode_host(const CodecOps &, const float *in, size_t n, const CodecPara
     std::vector<float> norm(g.nb);
     run_for_each_host(lanes.size(), LaneBody{in, g, lanes.data()});
     const bool bad = run_for_each_host(g.nb, NormBody{lanes.data(), g, p.bits, out, norm.data()});
-    run_for_each_host((n + 7) / 8, CodeBody{in, n, g.B, norm.data(), make_stream(p.seed, p.stream), p.bits,
-                                            out + 4 * g.nb});
+    run_tiles_host(CodeBody{in, n, g.B, norm.data(), make_stream(p.seed, p.stream), p.bits, out + 4 * g.nb});
     return bad;
 }
 

@@ -1,21 +1,25 @@
 /* terngrad CUDA kernels: the payload of kernels/terngrad/terngrad.h, byte for byte, for all
- * three variants (base4, base3, levels), every bucket size, clipping and the shared scale.
+ * three variants (base4, base3, levels), every bucket size, clipping at the collective's
+ * threshold (clip_at) or at the one bucket's own sigma, and the shared scale.
  *
  * Encode, three kernels on the stream (src/cuda/stoch.cuh):
  *   1. lanes   one item per (segment, lane): the CPU's sequential double sums and max|g|;
- *   2. scales  one item per bucket: fold + accumulate in the CPU's order, then scale_of()
- *              (mean, variance, c sigma in double, as the CPU), the shared scale
- *              (bstats::float_up, computed on the host), or for levels the round-down
- *              max/K; writes the fp32 scalers of the payload; raises the flag on NaN/Inf
- *              (and, for levels, a scaler that does not fit) -- Status::nonfinite;
- *   3. codes   one item per output byte (base4: 4 elements, base3: 5) or per field group
- *              (levels: 8 elements -> `bits` bytes); every element draws its 24-bit
- *              uniform as the CPU does (philox::draw16 / refine8: same key, counter and bits).
+ *   2. scales  one item per bucket: fold + accumulate in the CPU's order, then the clip
+ *              threshold (p.clip_at, or c sigma in double as clip_threshold), s = min(max,
+ *              cs), the shared scale (bstats::float_up, computed on the host), or for levels
+ *              s_j = max|x_j| / K rounded up; writes the fp32 scalers of the payload; raises
+ *              the flag on NaN/Inf (and, for levels, a scaler that does not fit) --
+ *              Status::nonfinite;
+ *   3. codes   in Philox tiles (stoch.cuh: every block computed once per tile of 1280
+ *              elements into shared memory): one item per output byte (base4: 4 elements,
+ *              base3: 5) or per field group (levels: 8 elements -> `bits` bytes); every element
+ *              draws its 24-bit uniform as the CPU does (philox::draw16 / refine8), the
+ *              stochastic levels their 32-bit word (philox::word); on the shared grid levels
+ *              round to nearest.
+ * The collective's case (one bucket, shared scale, clip_at given: the CPU's `given` path)
+ * skips kernels 1 and 2: the scale is known on the host and kernel 3 checks NaN/Inf.
  * Decode: scalers and code bytes are validated on the host copy of the payload (the CPU
- * decoder's checks), then one item per element: field * s (base3: digit * s) [+ acc].
- * Performance note (GPU-only): each element computes a whole Philox block and keeps 16 bits
- * of it (8x the generator work of the CPU's group mapping); sharing blocks across
- * threads with shuffles is the obvious next step once a GPU can measure it. */
+ * decoder's checks), then one item per element: field * s (base3: digit * s) [+ acc]. */
 #include <vector>
 
 #include "cuda/cuda_util.cuh"
@@ -35,12 +39,11 @@ struct Scale {
 
 bool tg_supports(const CodecParams &p) {
     if (p.bucket && p.bucket != p.param) return false; /* the CPU refuses it: let it say so */
-    /* The CPU codec now clips at the whole contribution's sigma decided once per call
-     * (p.clip_at, bucket mode included) and rounds the levels variant stochastically
-     * (unbiased allreduce, docs/codecs/terngrad.md); these kernels still follow the earlier
-     * per-bucket sigma and nearest levels. Until they are updated, such calls run the CPU
-     * codec on staged data (same bytes as a CPU rank): docs/gpu.md. */
-    if (p.clip_at > 0 || p.param != 0 || p.variant == terngrad::kLevels) return false;
+    /* The clip threshold is c sigma of the WHOLE contribution: p.clip_at when the collective
+     * decided it (the allreduce always does), else computed here, which the kernels do only
+     * for one bucket (its sigma is the buffer's). Buckets with clipping and no clip_at run
+     * the CPU codec on staged data (same bytes): docs/gpu.md. */
+    if (p.variant != terngrad::kLevels && p.param != 0 && p.clip > 0 && !(p.clip_at > 0)) return false;
     if (!(p.shared_scale >= 0) || std::isinf(p.shared_scale)) return false;
     if (p.variant == terngrad::kBase4 || p.variant == terngrad::kBase3) return p.bits == 2;
     return p.variant == terngrad::kLevels && p.bits >= 2 && p.bits <= terngrad::kMaxLevelBits;
@@ -62,6 +65,7 @@ struct ScaleBody {
     const Lane *lanes;
     Geometry g;
     float clip;
+    float clip_at; /* > 0: the collective's threshold for every bucket */
     float shared; /* float_up(shared_scale) if it applies (one bucket, param 0), else 0 */
     int levels_bits; /* 0: base4/base3 */
     uint8_t *out;
@@ -70,18 +74,18 @@ struct ScaleBody {
         const Moments m = bucket_moments(lanes, g, b);
         Scale r;
         bool bad = m.bad != 0;
-        if (levels_bits) {
+        if (levels_bits) { /* s_j = max|x_j| / K rounded up (|x| <= K s_j), or the grid's step */
             const float K = static_cast<float>((1 << (levels_bits - 1)) - 1);
-            const double d = ddiv(static_cast<double>(m.maxabs), static_cast<double>(K));
-            float s = d2f(d);
-            if (static_cast<double>(s) > d) s = next_toward(s, 0.0f);
+            float s = float_up(ddiv(static_cast<double>(m.maxabs), static_cast<double>(K)));
             if (shared > 0) s = shared;
             bad = bad || !levels_fit(s, levels_bits);
             r = Scale{s, 0};
         } else {
             const size_t end = (b + 1) * g.B < g.n ? (b + 1) * g.B : g.n, cnt = end - b * g.B;
             float cs = INFINITY;
-            if (clip > 0) { /* scale_of */
+            if (clip_at > 0) {
+                cs = clip_at;
+            } else if (clip > 0) { /* clip_threshold (one bucket: its sigma is the buffer's) */
                 const double c = static_cast<double>(cnt);
                 const double mean = ddiv(m.sum, c);
                 double var = dsub(ddiv(m.sumsq, c), dmul(mean, mean));
@@ -102,15 +106,15 @@ struct ScaleBody {
 };
 
 /* ---------------------------------------------------------------- codes */
-/* tern_one with the CPU's Thresh: (gc * pre) * (2^24 / (s pre)) */
-__host__ __device__ inline int tern_code(float g, const Scale &sc, const Stream &st, size_t i) {
+/* tern_one with the CPU's Thresh: (gc * pre) * (2^24 / (s pre)); draw = draw16(st, i) */
+__host__ __device__ inline int tern_code(float g, const Scale &sc, const Stream &st, size_t i, uint32_t draw) {
     if (!(sc.s > 0)) return 0;
     const float pre = sc.s < 0x1p-60f ? 0x1p64f : 1.0f;
     const float r24 = fdiv(kTwo24, fmul(sc.s, pre));
     const uint32_t u = f2u(g);
     const float a = u2f(u & 0x7FFFFFFFu), gc = a < sc.cs ? a : sc.cs;
     const float t = fmul(fmul(gc, pre), r24);
-    if (!below24(st, i, t)) return 0;
+    if (!below24(st, i, t, draw)) return 0;
     return (u >> 31) ? -1 : 1;
 }
 
@@ -123,33 +127,72 @@ __host__ __device__ inline int32_t level_code(float x, float s, float K) {
     return static_cast<int32_t>(fsub(fadd(q, 0x1.8p23f), 0x1.8p23f));
 }
 
+/* level_stoch: floor(q) + Bernoulli(q - floor(q)) with the element's 32-bit word w */
+__host__ __device__ inline int32_t level_stoch(float x, float s, float K, uint32_t w) {
+    if (!(s > 0)) return 0;
+    float q = fdiv(x, s);
+    q = q < K ? q : K;
+    q = q > -K ? q : -K;
+    const float fl = ffloor(q);
+    const float up = static_cast<float>(w >> 8) < fmul(fsub(q, fl), kTwo24) ? 1.0f : 0.0f;
+    return static_cast<int32_t>(fadd(fl, up));
+}
+
+__host__ __device__ inline bool nonfinite(float x) { return (f2u(x) & kExpBits) == kExpBits; }
+
+/* Codes in Philox tiles (stoch.cuh): base4 one item per byte (4 elements), base3 per byte
+ * (5), levels per field group (8 elements -> bits bytes). Scalers: sc[bucket] from the
+ * statistics kernels, or (sc == nullptr: one bucket, the agreed scale and clip threshold
+ * given, no statistics pass -- the CPU's `given` path) the one scale `given`, written by
+ * item 0, with NaN/Inf checked here (the flag). */
 struct CodeBody {
     const float *in;
     size_t n, B;
     const Scale *sc;
+    Scale given;
     Stream st;
     uint8_t variant;
     int bits;
-    uint8_t *codes;
+    bool grid; /* levels on the shared grid: round to nearest, no draws */
+    uint8_t *out; /* the payload: scalers, then codes */
+    size_t nb;
+    int mode;
+    size_t items_per_tile, items;
 
-    __host__ __device__ int tern(size_t i) const { return tern_code(in[i], sc[i / B], st, i); }
+    __host__ __device__ Scale scale(size_t i) const { return sc ? sc[i / B] : given; }
+    __host__ __device__ int tern(size_t t, size_t i, const uint32_t *words) const {
+        return tern_code(in[i], scale(i), st, i, tile_draw16(words, t, i));
+    }
 
-    __host__ __device__ bool operator()(size_t item) const {
+    __host__ __device__ bool code(size_t t, size_t item, const uint32_t *words) const {
+        uint8_t *codes = out + 4 * nb;
+        bool bad = false;
+        if (!sc && item == 0) store_vec(out, f2u(given.s));
         if (variant == terngrad::kBase4) { /* byte item: elements 4 item .. +3, 2-bit fields */
             const size_t i0 = 4 * item, m = n - i0 < 4 ? n - i0 : 4;
             uint32_t v = 0;
-            for (size_t j = 0; j < m; ++j) v |= (static_cast<uint32_t>(tern(i0 + j)) & 3u) << (2 * j);
+            for (size_t j = 0; j < m; ++j) {
+                v |= (static_cast<uint32_t>(tern(t, i0 + j, words)) & 3u) << (2 * j);
+                bad |= !sc && nonfinite(in[i0 + j]);
+            }
             codes[item] = static_cast<uint8_t>(v);
         } else if (variant == terngrad::kBase3) { /* byte item: sum (k_j + 1) 3^j over present elements */
             const size_t i0 = 5 * item, m = n - i0 < 5 ? n - i0 : 5;
             int v = 0, w = 1;
-            for (size_t j = 0; j < m; ++j, w *= 3) v += (tern(i0 + j) + 1) * w;
+            for (size_t j = 0; j < m; ++j, w *= 3) {
+                v += (tern(t, i0 + j, words) + 1) * w;
+                bad |= !sc && nonfinite(in[i0 + j]);
+            }
             codes[item] = static_cast<uint8_t>(v);
         } else {
             const float K = static_cast<float>((1 << (bits - 1)) - 1);
-            pack_group(item, n, bits, codes, [&](size_t i) { return level_code(in[i], sc[i / B].s, K); });
+            const uint64_t w0 = t * kTile;
+            pack_group(item, n, bits, codes, [&](size_t i) {
+                const float s = sc[i / B].s;
+                return grid ? level_code(in[i], s, K) : level_stoch(in[i], s, K, words[i - w0]);
+            });
         }
-        return false;
+        return bad;
     }
 };
 
@@ -165,7 +208,8 @@ float shared_of(const Geometry &g, const CodecParams &p) {
 }
 
 ScaleBody scale_body(const Lane *lanes, const Geometry &g, const CodecParams &p, uint8_t *out, Scale *sc) {
-    return ScaleBody{lanes, g, p.clip, shared_of(g, p), p.variant == terngrad::kLevels ? int{p.bits} : 0, out, sc};
+    const int levels_bits = p.variant == terngrad::kLevels ? int{p.bits} : 0;
+    return ScaleBody{lanes, g, p.clip, p.clip_at, shared_of(g, p), levels_bits, out, sc};
 }
 
 size_t code_items(size_t n, const CodecParams &p) {
@@ -174,28 +218,51 @@ size_t code_items(size_t n, const CodecParams &p) {
     return (n + 7) / 8;
 }
 
+/* The CPU's `given` case: one bucket, the agreed scaler (eq. 4) and the clip threshold
+ * known (p.clip_at, or no clipping): this rank's statistics would be replaced, so none are
+ * computed; the scale is {float_up(shared), min(cs, s)}. */
+bool given_scale(const Geometry &g, const CodecParams &p, Scale *out) {
+    if (p.variant == terngrad::kLevels || g.nb != 1 || p.param != 0 || !(p.shared_scale > 0)) return false;
+    if (!(p.clip_at > 0) && p.clip > 0) return false;
+    const float s = float_up(p.shared_scale), cs = p.clip_at > 0 ? p.clip_at : INFINITY;
+    *out = Scale{s, cs < s ? cs : s};
+    return true;
+}
+
+CodeBody code_body(const float *in, size_t n, const Geometry &g, const CodecParams &p, const Scale *sc, Scale given,
+                   uint8_t *out) {
+    const bool levels = p.variant == terngrad::kLevels;
+    const bool grid = levels && shared_of(g, p) > 0;
+    const int mode = levels ? (grid ? kNoWords : kFullWords) : kDraw16Words;
+    const size_t ipt = p.variant == terngrad::kBase4 ? kTile / 4 : p.variant == terngrad::kBase3 ? kTile / 5 : kTile / 8;
+    return CodeBody{in,   n,  g.B,  sc,  given, make_stream(p.seed, p.stream), p.variant, int{p.bits}, grid, out,
+                    g.nb, mode, ipt, code_items(n, p)};
+}
+
 cudaError_t tg_encode(const GpuEncodeArgs &a) {
     const CodecParams &p = *a.p;
     const Geometry g = geometry(a.n, p.param);
     if (g.nb == 0) return cudaSuccess;
+    Scale given{};
+    if (given_scale(g, p, &given)) return launch_tiles(code_body(a.in, a.n, g, p, nullptr, given, a.out), a.bad, a.stream);
     Lane *lanes = static_cast<Lane *>(a.work);
     Scale *sc = reinterpret_cast<Scale *>(static_cast<uint8_t *>(a.work) + align256(lane_items(g) * sizeof(Lane)));
     cudaError_t e = launch_for_each(lane_items(g), LaneBody{a.in, g, lanes}, nullptr, a.stream);
     if (e == cudaSuccess) e = launch_for_each(g.nb, scale_body(lanes, g, p, a.out, sc), a.bad, a.stream);
     if (e != cudaSuccess) return e;
-    const CodeBody body{a.in, a.n, g.B, sc, make_stream(p.seed, p.stream), p.variant, p.bits, a.out + 4 * g.nb};
-    return launch_for_each(code_items(a.n, p), body, nullptr, a.stream);
+    return launch_tiles(code_body(a.in, a.n, g, p, sc, Scale{}, a.out), nullptr, a.stream);
 }
 
 bool tg_encode_host(const CodecOps &, const float *in, size_t n, const CodecParams &p, uint8_t *out) {
     const Geometry g = geometry(n, p.param);
     if (g.nb == 0) return false;
+    Scale given{};
+    if (given_scale(g, p, &given)) return run_tiles_host(code_body(in, n, g, p, nullptr, given, out));
     std::vector<Lane> lanes(lane_items(g));
     std::vector<Scale> sc(g.nb);
     run_for_each_host(lanes.size(), LaneBody{in, g, lanes.data()});
     const bool bad = run_for_each_host(g.nb, scale_body(lanes.data(), g, p, out, sc.data()));
-    const CodeBody body{in, n, g.B, sc.data(), make_stream(p.seed, p.stream), p.variant, p.bits, out + 4 * g.nb};
-    run_for_each_host(code_items(n, p), body);
+    run_tiles_host(code_body(in, n, g, p, sc.data(), Scale{}, out));
     return bad;
 }
 
@@ -273,10 +340,58 @@ Status tg_decode_host(const CodecOps &, const uint8_t *in, size_t len, size_t n,
     return Status::ok;
 }
 
+/* ---------------------------------------------------------------- prepare (the shared statistic)
+ * tg_prepare: local_scales' max over buckets of min(max|g_j|, cs) with cs the WHOLE
+ * contribution's threshold = min(max|g|, cs) over the buffer: one statistics pass over the
+ * buffer as one bucket (the moments the CPU computes for sigma, in its order), then one item
+ * derives cs (p.clip_at, else clip_threshold of those moments, else none) and the statistic. */
+struct PrepareBody {
+    const Lane *lanes;
+    Geometry g; /* the buffer as one bucket */
+    float clip, clip_at;
+    float *res;
+    __host__ __device__ bool operator()(size_t) const {
+        const Moments m = bucket_moments(lanes, g, 0);
+        float cs = INFINITY;
+        if (clip_at > 0) {
+            cs = clip_at;
+        } else if (clip > 0) { /* clip_threshold */
+            const double c = static_cast<double>(g.n);
+            const double mean = ddiv(m.sum, c);
+            double var = dsub(ddiv(m.sumsq, c), dmul(mean, mean));
+            var = 0.0 < var ? var : 0.0;
+            const float cc = d2f(dmul(static_cast<double>(clip), dsqrt(var)));
+            if (cc > 0) cs = cc;
+        }
+        res[0] = m.maxabs < cs ? m.maxabs : cs;
+        res[1] = cs;
+        return m.bad != 0;
+    }
+};
+
+size_t tg_prepare_work(size_t n) { return align256(lane_items(geometry(n, 0)) * sizeof(Lane)) + 256; }
+
+cudaError_t tg_prepare(const float *in, size_t n, const CodecParams &p, void *work, float *res, uint32_t *bad,
+                       cudaStream_t stream) {
+    const Geometry g = geometry(n, 0);
+    Lane *lanes = static_cast<Lane *>(work);
+    cudaError_t e = launch_for_each(lane_items(g), LaneBody{in, g, lanes}, nullptr, stream);
+    if (e == cudaSuccess) e = launch_for_each(1, PrepareBody{lanes, g, p.clip, p.clip_at, res}, bad, stream);
+    return e;
+}
+
+bool tg_prepare_host(const float *in, size_t n, const CodecParams &p, float res[2]) {
+    const Geometry g = geometry(n, 0);
+    std::vector<Lane> lanes(lane_items(g));
+    run_for_each_host(lanes.size(), LaneBody{in, g, lanes.data()});
+    return run_for_each_host(1, PrepareBody{lanes.data(), g, p.clip, p.clip_at, res});
+}
+
 }  // namespace
 
 extern const GpuCodec gpu_codec_terngrad = {
-    CodecId::terngrad, false, tg_supports, tg_encode, tg_decode, tg_encode_host, tg_decode_host, tg_work_bytes,
+    CodecId::terngrad, false,   tg_supports, tg_encode,       tg_decode,      tg_encode_host, tg_decode_host,
+    tg_work_bytes,     false,   nullptr,     nullptr,         tg_prepare,     tg_prepare_work, tg_prepare_host,
 };
 
 }  // namespace compmpi::cuda
