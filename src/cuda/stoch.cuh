@@ -13,6 +13,7 @@
 #pragma once
 #include <cfloat>
 #include <cmath>
+#include <vector>
 
 #include "cuda/cuda_util.cuh"
 
@@ -271,8 +272,7 @@ struct LaneBody {
         double s = 0, q = 0;
         float mx = 0;
         uint32_t bad = 0;
-        for (size_t i = lo + lane; i < hi; i += 16) {
-            const float v = x[i];
+        auto add = [&](float v) {
             const uint32_t u = f2u(v);
             bad |= static_cast<uint32_t>((u & kExpBits) == kExpBits);
             const float a = u2f(u & 0x7FFFFFFFu);
@@ -280,7 +280,16 @@ struct LaneBody {
             const double d = v;
             s = dadd(s, d);
             q = dadd(q, dmul(d, d));
+        };
+        /* 8 loads in flight, then their adds in order (a load per dependent add would wait
+         * out the memory latency 2048 times per segment) */
+        size_t i = lo + lane;
+        for (; i + 7 * 16 < hi; i += 8 * 16) {
+            float v[8];
+            for (int k = 0; k < 8; ++k) v[k] = x[i + 16 * k];
+            for (int k = 0; k < 8; ++k) add(v[k]);
         }
+        for (; i < hi; i += 16) add(x[i]);
         lanes[item] = Lane{s, q, mx, bad};
         return false;
     }
@@ -294,20 +303,14 @@ __host__ __device__ inline double fold16(const double a[16]) {
     return dadd(dadd(t4[0], t4[2]), dadd(t4[1], t4[3]));
 }
 
-struct Moments {
-    double sum, sumsq;
-    float maxabs;
-    uint32_t bad;
-};
-
-/* Bucket b's moments from its lanes: fold per segment, accumulate segments in order
- * (bstats::accumulate onto a zeroed Moments). */
-__host__ __device__ inline Moments bucket_moments(const Lane *lanes, const Geometry &g, size_t b) {
-    Moments m{0, 0, 0, 0};
-    const size_t end = (b + 1) * g.B < g.n ? (b + 1) * g.B : g.n;
-    for (size_t k = 0; k < g.spb; ++k) {
-        if (b * g.B + k * kSeg >= end) break;
-        const Lane *L = lanes + (b * g.spb + k) * 16;
+/* Item = segment: its 16 lanes folded by fold16's tree (sums) and max/or (the rest) into
+ * one Lane, so that a bucket's item adds one partial per segment (in order) instead of
+ * folding every segment itself. */
+struct FoldBody {
+    const Lane *lanes;
+    Lane *parts;
+    __host__ __device__ bool operator()(size_t j) const {
+        const Lane *L = lanes + 16 * j;
         double s[16], q[16];
         float mx = 0;
         uint32_t bad = 0;
@@ -317,12 +320,52 @@ __host__ __device__ inline Moments bucket_moments(const Lane *lanes, const Geome
             mx = L[l].mx > mx ? L[l].mx : mx;
             bad |= L[l].bad;
         }
-        m.sum = dadd(m.sum, fold16(s));
-        m.sumsq = dadd(m.sumsq, fold16(q));
-        m.maxabs = mx > m.maxabs ? mx : m.maxabs;
-        m.bad |= bad;
+        parts[j] = Lane{fold16(s), fold16(q), mx, bad};
+        return false;
+    }
+};
+
+struct Moments {
+    double sum, sumsq;
+    float maxabs;
+    uint32_t bad;
+};
+
+/* Bucket b's moments from its segments' folded partials (FoldBody), accumulated in order
+ * (bstats::accumulate onto a zeroed Moments). */
+__host__ __device__ inline Moments bucket_moments(const Lane *parts, const Geometry &g, size_t b) {
+    Moments m{0, 0, 0, 0};
+    const size_t end = (b + 1) * g.B < g.n ? (b + 1) * g.B : g.n;
+    for (size_t k = 0; k < g.spb; ++k) {
+        if (b * g.B + k * kSeg >= end) break;
+        const Lane &P = parts[b * g.spb + k];
+        m.sum = dadd(m.sum, P.s);
+        m.sumsq = dadd(m.sumsq, P.q);
+        m.maxabs = P.mx > m.maxabs ? P.mx : m.maxabs;
+        m.bad |= P.bad;
     }
     return m;
+}
+
+/* The statistics pass of geometry g: lanes, then segment folds, in `work` (stats_bytes);
+ * returns the partials bucket_moments reads. The host model: the same bodies. */
+inline size_t stats_align(size_t x) { return (x + 255) & ~size_t{255}; }
+inline size_t stats_bytes(const Geometry &g) {
+    return stats_align(lane_items(g) * sizeof(Lane)) + stats_align(g.nb * g.spb * sizeof(Lane));
+}
+inline cudaError_t launch_stats(const float *x, const Geometry &g, void *work, cudaStream_t stream,
+                                const Lane **parts) {
+    Lane *lanes = static_cast<Lane *>(work);
+    Lane *p = reinterpret_cast<Lane *>(static_cast<uint8_t *>(work) + stats_align(lane_items(g) * sizeof(Lane)));
+    *parts = p;
+    const cudaError_t e = launch_for_each(lane_items(g), LaneBody{x, g, lanes}, nullptr, stream);
+    return e == cudaSuccess ? launch_for_each(g.nb * g.spb, FoldBody{lanes, p}, nullptr, stream) : e;
+}
+inline const Lane *run_stats_host(const float *x, const Geometry &g, std::vector<Lane> &buf) {
+    buf.assign(lane_items(g) + g.nb * g.spb, Lane{0, 0, 0, 0});
+    run_for_each_host(lane_items(g), LaneBody{x, g, buf.data()});
+    run_for_each_host(g.nb * g.spb, FoldBody{buf.data(), buf.data() + lane_items(g)});
+    return buf.data() + lane_items(g);
 }
 
 /* ---------------------------------------------------------------- fields */

@@ -469,6 +469,42 @@ void given_host_model_when_preparing_expect_cpu_statistic(void **) {
     assert_true(refused > 0);
 }
 
+/* terngrad's code bytes are validated word-wide on the host: a bad code anywhere (first
+ * byte, inside a word, at a word edge, in the tail) is refused as the CPU refuses it. */
+void given_bad_terngrad_codes_when_host_model_decodes_expect_cpu_status(void **) {
+    NEED_MODULE();
+    const CodecOps *c = codec_by_name("terngrad");
+    assert_non_null(c);
+    int checked = 0;
+    for (int variant : {0, 1})
+        for (size_t n : {size_t{37}, size_t{1000}, size_t{70001}}) {
+            CodecParams p;
+            p.bits = 2;
+            p.variant = static_cast<uint8_t>(variant);
+            p.seed = 5;
+            auto x = gradient_data(n, 40 + n);
+            tame(*c, x);
+            std::vector<uint8_t> pay(c->max_payload(n, p));
+            size_t len = 0;
+            assert_int_equal(static_cast<int>(c->encode(x.data(), n, p, pay.data(), pay.size(), &len)), 0);
+            const size_t codes = len - 4;
+            for (size_t at : {size_t{0}, size_t{5}, size_t{7}, size_t{8}, codes / 2, codes - 1}) {
+                if (at >= codes) continue;
+                for (uint8_t bad : {uint8_t{0x02}, uint8_t{0x80}, uint8_t{243}, uint8_t{255}}) {
+                    std::vector<uint8_t> b = pay;
+                    b[4 + at] = bad;
+                    std::vector<float> r(n), g(n);
+                    const Status sr = c->decode(b.data(), len, n, p, r.data());
+                    const Status sg = g_mod->model->decode(*c, p, b.data(), len, n, g.data(), false);
+                    assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+                    ++checked;
+                }
+            }
+        }
+    print_message("%d corrupted terngrad payloads\n", checked);
+    assert_true(checked > 0);
+}
+
 void given_host_model_when_decoding_expect_cpu_floats(void **) {
     NEED_MODULE();
     for (const CodecOps *c : all_codecs())
@@ -932,6 +968,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(given_host_model_when_encoding_expect_cpu_payload_bytes),
         cmocka_unit_test(given_decision_sweep_when_host_model_encodes_expect_cpu_bytes),
         cmocka_unit_test(given_host_model_when_preparing_expect_cpu_statistic),
+        cmocka_unit_test(given_bad_terngrad_codes_when_host_model_decodes_expect_cpu_status),
         cmocka_unit_test(given_host_model_when_decoding_expect_cpu_floats),
         cmocka_unit_test(given_host_model_when_l2norm_expect_cpu_bits),
         cmocka_unit_test(given_no_gpu_when_backend_called_expect_clean_failures),

@@ -38,13 +38,13 @@ __host__ __device__ inline bool norm_fits(float N, int b) {
 }
 
 struct NormBody {
-    const Lane *lanes;
+    const Lane *parts; /* segment partials (FoldBody) */
     Geometry g;
     int bits;
     uint8_t *out;
     float *norm;
     __host__ __device__ bool operator()(size_t b) const {
-        const Moments m = bucket_moments(lanes, g, b);
+        const Moments m = bucket_moments(parts, g, b);
         const float N = float_up(dsqrt(m.sumsq));
         norm[b] = N;
         store_vec(out + 4 * b, f2u(N));
@@ -91,17 +91,17 @@ size_t align256(size_t x) { return (x + 255) & ~size_t{255}; }
 
 size_t qs_work_bytes(size_t n, const CodecParams &p) {
     const Geometry g = geometry(n, p.param);
-    return align256(lane_items(g) * sizeof(Lane)) + align256(g.nb * sizeof(float)) + 256;
+    return stats_bytes(g) + align256(g.nb * sizeof(float)) + 256;
 }
 
 cudaError_t qs_encode(const GpuEncodeArgs &a) {
     const CodecParams &p = *a.p;
     const Geometry g = geometry(a.n, p.param);
     if (g.nb == 0) return cudaSuccess;
-    Lane *lanes = static_cast<Lane *>(a.work);
-    float *norm = reinterpret_cast<float *>(static_cast<uint8_t *>(a.work) + align256(lane_items(g) * sizeof(Lane)));
-    cudaError_t e = launch_for_each(lane_items(g), LaneBody{a.in, g, lanes}, nullptr, a.stream);
-    if (e == cudaSuccess) e = launch_for_each(g.nb, NormBody{lanes, g, p.bits, a.out, norm}, a.bad, a.stream);
+    float *norm = reinterpret_cast<float *>(static_cast<uint8_t *>(a.work) + stats_bytes(g));
+    const Lane *parts = nullptr;
+    cudaError_t e = launch_stats(a.in, g, a.work, a.stream, &parts);
+    if (e == cudaSuccess) e = launch_for_each(g.nb, NormBody{parts, g, p.bits, a.out, norm}, a.bad, a.stream);
     if (e != cudaSuccess) return e;
     const CodeBody body{a.in, a.n, g.B, norm, make_stream(p.seed, p.stream), p.bits, a.out + 4 * g.nb};
     return launch_tiles(body, nullptr, a.stream);
@@ -110,10 +110,10 @@ cudaError_t qs_encode(const GpuEncodeArgs &a) {
 bool qs_encode_host(const CodecOps &, const float *in, size_t n, const CodecParams &p, uint8_t *out) {
     const Geometry g = geometry(n, p.param);
     if (g.nb == 0) return false;
-    std::vector<Lane> lanes(lane_items(g));
+    std::vector<Lane> buf;
     std::vector<float> norm(g.nb);
-    run_for_each_host(lanes.size(), LaneBody{in, g, lanes.data()});
-    const bool bad = run_for_each_host(g.nb, NormBody{lanes.data(), g, p.bits, out, norm.data()});
+    const Lane *parts = run_stats_host(in, g, buf);
+    const bool bad = run_for_each_host(g.nb, NormBody{parts, g, p.bits, out, norm.data()});
     run_tiles_host(CodeBody{in, n, g.B, norm.data(), make_stream(p.seed, p.stream), p.bits, out + 4 * g.nb});
     return bad;
 }

@@ -62,7 +62,7 @@ __host__ __device__ inline bool levels_fit(float s, int b) {
 
 /* ---------------------------------------------------------------- scales (one item per bucket) */
 struct ScaleBody {
-    const Lane *lanes;
+    const Lane *parts; /* segment partials (FoldBody) */
     Geometry g;
     float clip;
     float clip_at; /* > 0: the collective's threshold for every bucket */
@@ -71,7 +71,7 @@ struct ScaleBody {
     uint8_t *out;
     Scale *sc;
     __host__ __device__ bool operator()(size_t b) const {
-        const Moments m = bucket_moments(lanes, g, b);
+        const Moments m = bucket_moments(parts, g, b);
         Scale r;
         bool bad = m.bad != 0;
         if (levels_bits) { /* s_j = max|x_j| / K rounded up (|x| <= K s_j), or the grid's step */
@@ -200,7 +200,7 @@ size_t align256(size_t x) { return (x + 255) & ~size_t{255}; }
 
 size_t tg_work_bytes(size_t n, const CodecParams &p) {
     const Geometry g = geometry(n, p.param);
-    return align256(lane_items(g) * sizeof(Lane)) + align256(g.nb * sizeof(Scale)) + 256;
+    return stats_bytes(g) + align256(g.nb * sizeof(Scale)) + 256;
 }
 
 float shared_of(const Geometry &g, const CodecParams &p) {
@@ -245,10 +245,10 @@ cudaError_t tg_encode(const GpuEncodeArgs &a) {
     if (g.nb == 0) return cudaSuccess;
     Scale given{};
     if (given_scale(g, p, &given)) return launch_tiles(code_body(a.in, a.n, g, p, nullptr, given, a.out), a.bad, a.stream);
-    Lane *lanes = static_cast<Lane *>(a.work);
-    Scale *sc = reinterpret_cast<Scale *>(static_cast<uint8_t *>(a.work) + align256(lane_items(g) * sizeof(Lane)));
-    cudaError_t e = launch_for_each(lane_items(g), LaneBody{a.in, g, lanes}, nullptr, a.stream);
-    if (e == cudaSuccess) e = launch_for_each(g.nb, scale_body(lanes, g, p, a.out, sc), a.bad, a.stream);
+    Scale *sc = reinterpret_cast<Scale *>(static_cast<uint8_t *>(a.work) + stats_bytes(g));
+    const Lane *parts = nullptr;
+    cudaError_t e = launch_stats(a.in, g, a.work, a.stream, &parts);
+    if (e == cudaSuccess) e = launch_for_each(g.nb, scale_body(parts, g, p, a.out, sc), a.bad, a.stream);
     if (e != cudaSuccess) return e;
     return launch_tiles(code_body(a.in, a.n, g, p, sc, Scale{}, a.out), nullptr, a.stream);
 }
@@ -258,10 +258,10 @@ bool tg_encode_host(const CodecOps &, const float *in, size_t n, const CodecPara
     if (g.nb == 0) return false;
     Scale given{};
     if (given_scale(g, p, &given)) return run_tiles_host(code_body(in, n, g, p, nullptr, given, out));
-    std::vector<Lane> lanes(lane_items(g));
+    std::vector<Lane> buf;
     std::vector<Scale> sc(g.nb);
-    run_for_each_host(lanes.size(), LaneBody{in, g, lanes.data()});
-    const bool bad = run_for_each_host(g.nb, scale_body(lanes.data(), g, p, out, sc.data()));
+    const Lane *parts = run_stats_host(in, g, buf);
+    const bool bad = run_for_each_host(g.nb, scale_body(parts, g, p, out, sc.data()));
     run_tiles_host(code_body(in, n, g, p, sc.data(), Scale{}, out));
     return bad;
 }
@@ -295,11 +295,24 @@ Status validate(const uint8_t *in, size_t len, size_t n, const CodecParams &p) {
     }
     const uint8_t *codes = in + 4 * nb;
     const size_t avail = len - 4 * nb;
-    uint32_t bad = 0;
-    if (p.variant == terngrad::kBase4)
-        for (size_t i = 0; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u;
-    else if (p.variant == terngrad::kBase3)
-        for (size_t i = 0; i < avail; ++i) bad |= codes[i] > 242;
+    /* base4: a field 0b10 is no code, (c >> 1) & ~c & 0x55 per byte -- eight bytes per 64-bit
+     * word (the bit shifted in from the next byte lands on bit 7, which the mask drops);
+     * base3: a byte above 242 = 3^5 - 1. Word-wide / max loops: the byte-serial loop ran at
+     * about 3.5 GB/s, and this check is on every decode's critical path. */
+    uint64_t bad = 0;
+    size_t i = 0;
+    if (p.variant == terngrad::kBase4) {
+        for (; i + 8 <= avail; i += 8) {
+            uint64_t w;
+            std::memcpy(&w, codes + i, 8);
+            bad |= (w >> 1) & ~w & 0x5555555555555555ull;
+        }
+        for (; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u;
+    } else if (p.variant == terngrad::kBase3) {
+        uint8_t mx = 0;
+        for (; i < avail; ++i) mx = codes[i] > mx ? codes[i] : mx;
+        bad = mx > 242;
+    }
     return bad ? Status::corrupt : Status::ok;
 }
 
@@ -346,12 +359,12 @@ Status tg_decode_host(const CodecOps &, const uint8_t *in, size_t len, size_t n,
  * buffer as one bucket (the moments the CPU computes for sigma, in its order), then one item
  * derives cs (p.clip_at, else clip_threshold of those moments, else none) and the statistic. */
 struct PrepareBody {
-    const Lane *lanes;
+    const Lane *parts; /* segment partials (FoldBody) */
     Geometry g; /* the buffer as one bucket */
     float clip, clip_at;
     float *res;
     __host__ __device__ bool operator()(size_t) const {
-        const Moments m = bucket_moments(lanes, g, 0);
+        const Moments m = bucket_moments(parts, g, 0);
         float cs = INFINITY;
         if (clip_at > 0) {
             cs = clip_at;
@@ -369,22 +382,21 @@ struct PrepareBody {
     }
 };
 
-size_t tg_prepare_work(size_t n) { return align256(lane_items(geometry(n, 0)) * sizeof(Lane)) + 256; }
+size_t tg_prepare_work(size_t n) { return stats_bytes(geometry(n, 0)) + 256; }
 
 cudaError_t tg_prepare(const float *in, size_t n, const CodecParams &p, void *work, float *res, uint32_t *bad,
                        cudaStream_t stream) {
     const Geometry g = geometry(n, 0);
-    Lane *lanes = static_cast<Lane *>(work);
-    cudaError_t e = launch_for_each(lane_items(g), LaneBody{in, g, lanes}, nullptr, stream);
-    if (e == cudaSuccess) e = launch_for_each(1, PrepareBody{lanes, g, p.clip, p.clip_at, res}, bad, stream);
+    const Lane *parts = nullptr;
+    cudaError_t e = launch_stats(in, g, work, stream, &parts);
+    if (e == cudaSuccess) e = launch_for_each(1, PrepareBody{parts, g, p.clip, p.clip_at, res}, bad, stream);
     return e;
 }
 
 bool tg_prepare_host(const float *in, size_t n, const CodecParams &p, float res[2]) {
     const Geometry g = geometry(n, 0);
-    std::vector<Lane> lanes(lane_items(g));
-    run_for_each_host(lanes.size(), LaneBody{in, g, lanes.data()});
-    return run_for_each_host(1, PrepareBody{lanes.data(), g, p.clip, p.clip_at, res});
+    std::vector<Lane> buf;
+    return run_for_each_host(1, PrepareBody{run_stats_host(in, g, buf), g, p.clip, p.clip_at, res});
 }
 
 }  // namespace
