@@ -281,13 +281,13 @@ struct LaneBody {
             s = dadd(s, d);
             q = dadd(q, dmul(d, d));
         };
-        /* 8 loads in flight, then their adds in order (a load per dependent add would wait
+        /* 16 loads in flight, then their adds in order (a load per dependent add would wait
          * out the memory latency 2048 times per segment) */
         size_t i = lo + lane;
-        for (; i + 7 * 16 < hi; i += 8 * 16) {
-            float v[8];
-            for (int k = 0; k < 8; ++k) v[k] = x[i + 16 * k];
-            for (int k = 0; k < 8; ++k) add(v[k]);
+        for (; i + 15 * 16 < hi; i += 16 * 16) {
+            float v[16];
+            for (int k = 0; k < 16; ++k) v[k] = x[i + 16 * k];
+            for (int k = 0; k < 16; ++k) add(v[k]);
         }
         for (; i < hi; i += 16) add(x[i]);
         lanes[item] = Lane{s, q, mx, bad};
@@ -336,14 +336,22 @@ struct Moments {
 __host__ __device__ inline Moments bucket_moments(const Lane *parts, const Geometry &g, size_t b) {
     Moments m{0, 0, 0, 0};
     const size_t end = (b + 1) * g.B < g.n ? (b + 1) * g.B : g.n;
-    for (size_t k = 0; k < g.spb; ++k) {
-        if (b * g.B + k * kSeg >= end) break;
-        const Lane &P = parts[b * g.spb + k];
-        m.sum = dadd(m.sum, P.s);
-        m.sumsq = dadd(m.sumsq, P.q);
-        m.maxabs = P.mx > m.maxabs ? P.mx : m.maxabs;
-        m.bad |= P.bad;
+    size_t ns = 0; /* the bucket's segments */
+    while (ns < g.spb && b * g.B + ns * kSeg < end) ++ns;
+    const Lane *P = parts + b * g.spb;
+    auto add = [&](const Lane &x) {
+        m.sum = dadd(m.sum, x.s);
+        m.sumsq = dadd(m.sumsq, x.q);
+        m.maxabs = x.mx > m.maxabs ? x.mx : m.maxabs;
+        m.bad |= x.bad;
+    };
+    size_t k = 0;
+    for (; k + 8 <= ns; k += 8) { /* 8 loads in flight, then the adds in order */
+        Lane x[8];
+        for (int j = 0; j < 8; ++j) x[j] = P[k + j];
+        for (int j = 0; j < 8; ++j) add(x[j]);
     }
+    for (; k < ns; ++k) add(P[k]);
     return m;
 }
 
