@@ -60,6 +60,19 @@ __host__ __device__ inline bool levels_fit(float s, int b) {
     return dmul(static_cast<double>(s), static_cast<double>(1u << (b - 1))) <= static_cast<double>(FLT_MAX);
 }
 
+/* The clip threshold: the collective's clip_at, else the CPU's clip_threshold of moments m
+ * over cnt values (c sigma in double; none if c = 0 or sigma = 0), else none (INFINITY). */
+__host__ __device__ inline float clip_of(const Moments &m, size_t cnt, float clip, float clip_at) {
+    if (clip_at > 0) return clip_at;
+    if (!(clip > 0) || cnt == 0) return INFINITY;
+    const double c = static_cast<double>(cnt);
+    const double mean = ddiv(m.sum, c);
+    double var = dsub(ddiv(m.sumsq, c), dmul(mean, mean));
+    var = 0.0 < var ? var : 0.0; /* std::max(0.0, var) */
+    const float cc = d2f(dmul(static_cast<double>(clip), dsqrt(var)));
+    return cc > 0 ? cc : INFINITY;
+}
+
 /* ---------------------------------------------------------------- scales (one item per bucket) */
 struct ScaleBody {
     const Lane *parts; /* segment partials (FoldBody) */
@@ -82,17 +95,8 @@ struct ScaleBody {
             r = Scale{s, 0};
         } else {
             const size_t end = (b + 1) * g.B < g.n ? (b + 1) * g.B : g.n, cnt = end - b * g.B;
-            float cs = INFINITY;
-            if (clip_at > 0) {
-                cs = clip_at;
-            } else if (clip > 0) { /* clip_threshold (one bucket: its sigma is the buffer's) */
-                const double c = static_cast<double>(cnt);
-                const double mean = ddiv(m.sum, c);
-                double var = dsub(ddiv(m.sumsq, c), dmul(mean, mean));
-                var = 0.0 < var ? var : 0.0; /* std::max(0.0, var) */
-                const float cc = d2f(dmul(static_cast<double>(clip), dsqrt(var)));
-                if (cc > 0) cs = cc;
-            }
+            /* one bucket when clip applies without clip_at: its sigma is the buffer's */
+            const float cs = clip_of(m, cnt, clip, clip_at);
             r = Scale{m.maxabs < cs ? m.maxabs : cs, cs}; /* std::min(maxabs, cs) */
             if (shared > 0) {
                 r.s = shared;
@@ -365,17 +369,7 @@ struct PrepareBody {
     float *res;
     __host__ __device__ bool operator()(size_t) const {
         const Moments m = bucket_moments(parts, g, 0);
-        float cs = INFINITY;
-        if (clip_at > 0) {
-            cs = clip_at;
-        } else if (clip > 0) { /* clip_threshold */
-            const double c = static_cast<double>(g.n);
-            const double mean = ddiv(m.sum, c);
-            double var = dsub(ddiv(m.sumsq, c), dmul(mean, mean));
-            var = 0.0 < var ? var : 0.0;
-            const float cc = d2f(dmul(static_cast<double>(clip), dsqrt(var)));
-            if (cc > 0) cs = cc;
-        }
+        const float cs = clip_of(m, g.n, clip, clip_at);
         res[0] = m.maxabs < cs ? m.maxabs : cs;
         res[1] = cs;
         return m.bad != 0;
