@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "cuda/gpu_codec.cuh"
+#include "topk/select.h"
+#include "topk/topk.h"
 
 using namespace compmpi;
 using namespace compmpi::cuda;
@@ -113,6 +115,7 @@ int main(int argc, char **argv) {
         const GpuCodec *g;
         int bits, variant;
         float clip_at = 0, shared = 0; /* terngrad as the allreduce calls it */
+        float theta = 0;               /* topk */
     };
     const Case cases[] = {
         {"none", &gpu_codec_none, 0, 0},          {"bitpack 8 trunc", &gpu_codec_bitpack, 8, 0},
@@ -123,12 +126,17 @@ int main(int argc, char **argv) {
         {"terngrad base4 (allreduce)", &gpu_codec_terngrad, 2, 0, 2.5f, 3.0f},
         {"terngrad levels 4 (phase 2)", &gpu_codec_terngrad, 4, 2},
         {"qsgd 4 bits", &gpu_codec_qsgd, 4, 0},     {"qsgd 8 bits", &gpu_codec_qsgd, 8, 0},
+        {"topk 0.85 (bitmap)", &gpu_codec_topk, 0, 0, 0, 0, 0.85f},
+        {"topk 0.99 (index list)", &gpu_codec_topk, 0, 0, 0, 0, 0.99f},
     };
-    void *work = nullptr; /* bucket statistics of terngrad/qsgd (one bucket) */
+    void *work = nullptr; /* bucket statistics of terngrad/qsgd (one bucket), topk's selection and scans */
     {
         CodecParams wp;
         wp.bits = 8;
-        CK(cudaMalloc(&work, std::max(gpu_codec_qsgd.work_bytes(n, wp), gpu_codec_terngrad.work_bytes(n, wp))));
+        CodecParams tp;
+        size_t wb = std::max(gpu_codec_qsgd.work_bytes(n, wp), gpu_codec_terngrad.work_bytes(n, wp));
+        wb = std::max({wb, gpu_codec_topk.work_bytes(n, tp), gpu_codec_topk.decode_work_bytes(n, tp)});
+        CK(cudaMalloc(&work, wb));
     }
     for (const Case &c : cases) {
         CodecParams p;
@@ -137,10 +145,12 @@ int main(int argc, char **argv) {
         p.seed = 12345;
         p.clip_at = c.clip_at;
         p.shared_scale = c.shared;
+        p.theta = c.theta;
         size_t len = c.g == &gpu_codec_fp16 ? 4 + 2 * n : c.bits ? n * (c.bits / 8) : n * 4;
         if (c.g == &gpu_codec_terngrad)
             len = 4 + (c.variant == 0 ? (n + 3) / 4 : c.variant == 1 ? (n + 4) / 5 : (n * c.bits + 7) / 8);
         if (c.g == &gpu_codec_qsgd) len = 4 + (n * c.bits + 7) / 8;
+        if (c.g == &gpu_codec_topk) len = topk::payload_bytes(n, sparse::keep_count(n, c.theta));
         const GpuEncodeArgs ea{nullptr, x, n, &p, payload, flag, flag + 1, nullptr, work};
         const double te = time_it(reps, [&] {
             CK(cudaMemsetAsync(flag, 0, 256));
@@ -151,7 +161,7 @@ int main(int argc, char **argv) {
          * their scalers and code bytes): the whole payload, as the backend passes it */
         std::vector<uint8_t> head(len);
         CK(cudaMemcpy(head.data(), payload, len, cudaMemcpyDeviceToHost));
-        GpuDecodeArgs da{nullptr, payload, head.data(), len, n, &p, y, false, nullptr};
+        GpuDecodeArgs da{nullptr, payload, head.data(), len, n, &p, y, false, nullptr, work};
         const double td = time_it(reps, [&] { CK(c.g->decode(da, &corrupt)); });
         da.add = true;
         const double ta = time_it(reps, [&] { CK(c.g->decode(da, &corrupt)); });

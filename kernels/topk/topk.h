@@ -26,8 +26,26 @@ namespace compmpi::topk {
 inline constexpr size_t kHeaderBytes = 16;
 enum Form : uint8_t { kList = 0, kBitmap = 1, kDense = 2 };
 
-Form choose_form(size_t n, uint64_t k);
-size_t payload_bytes(size_t n, uint64_t k);
+/* The smallest form for (n, k): index lists only while n < 2^32; ties prefer the bitmap,
+ * then the list. Inline: the CUDA module (which cannot link the core) uses the same rule. */
+inline Form choose_form(size_t n, uint64_t k) {
+    const size_t bm = 8 * ((n + 63) / 64) + 4 * k, list = 8 * k, dense = 4 * n;
+    Form f = kBitmap;
+    size_t best = bm;
+    if (n <= 0xFFFFFFFFull && list < best) {
+        f = kList;
+        best = list;
+    }
+    if (dense < best) f = kDense;
+    return f;
+}
+inline size_t payload_bytes(size_t n, uint64_t k) {
+    switch (choose_form(n, k)) {
+        case kList: return kHeaderBytes + 8 * k;
+        case kBitmap: return kHeaderBytes + 8 * ((n + 63) / 64) + 4 * k;
+        default: return kHeaderBytes + 4 * n;
+    }
+}
 
 /* Kernels for one SIMD level, all threads given. */
 Status encode(const float *in, size_t n, double theta, uint8_t *out, size_t cap, size_t *len, SimdLevel lvl,

@@ -47,7 +47,7 @@ namespace compmpi::cuda {
 namespace {
 const GpuCodec *const kGpuCodecs[] = {&gpu_codec_none, &gpu_codec_bitpack, &gpu_codec_fp16, &gpu_codec_bf16,
                                       &gpu_codec_q8,   &gpu_codec_terngrad, &gpu_codec_qsgd, &gpu_codec_sparse,
-                                      &gpu_codec_rangefloat};
+                                      &gpu_codec_rangefloat, &gpu_codec_topk};
 }  // namespace
 
 const GpuCodec *gpu_codec(int id, const CodecParams &p) {
@@ -66,7 +66,7 @@ const GpuCodec *gpu_codec_of(int id) {
     return nullptr;
 }
 
-const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat"; }
+const char *gpu_codec_names() { return "none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat topk"; }
 
 namespace {
 
@@ -701,7 +701,7 @@ const CudaHostModel kModel = {model_encode, model_decode, l2norm_host, model_pre
 
 const CudaModule kModule = {
     kCudaModuleAbi, sizeof(CudaModule),
-    CMPI_CUDART_STR ", archs " COMPMPI_CUDA_ARCHS ", kernels: none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat",
+    CMPI_CUDART_STR ", archs " COMPMPI_CUDA_ARCHS ", kernels: none bitpack fp16 bf16 q8 terngrad qsgd sparse rangefloat topk",
     &kBackend,      ctx_create,         ctx_destroy, has_kernels, device_count, mem_alloc, mem_free, memcpy_sync,
     &kModel,        ef_residual,        ef_commit,
 };

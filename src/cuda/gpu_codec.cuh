@@ -83,6 +83,7 @@ extern const GpuCodec gpu_codec_terngrad;
 extern const GpuCodec gpu_codec_qsgd;
 extern const GpuCodec gpu_codec_sparse;
 extern const GpuCodec gpu_codec_rangefloat;
+extern const GpuCodec gpu_codec_topk;
 
 /* The table entry for id with kernels for p, or nullptr. */
 const GpuCodec *gpu_codec(int id, const CodecParams &p);

@@ -12,7 +12,7 @@ libcompmpi_core_la_SOURCES += src/cuda_loader.h src/cuda_loader.cc src/cuda/modu
 CUDA_MODULE_SRCS = src/cuda/backend_cuda.cu src/cuda/reduce.cu \
 	kernels/none/cuda/none.cu kernels/bitpack/cuda/bitpack.cu kernels/fp16/cuda/fp16.cu kernels/q8/cuda/q8.cu \
 	kernels/terngrad/cuda/terngrad.cu kernels/qsgd/cuda/qsgd.cu kernels/sparse/cuda/sparse.cu \
-	kernels/rangefloat/cuda/rangefloat.cu
+	kernels/rangefloat/cuda/rangefloat.cu kernels/topk/cuda/topk.cu
 CUDA_MODULE_HDRS = src/cuda/module_abi.h src/cuda/cuda_util.cuh src/cuda/gpu_codec.cuh src/cuda/stoch.cuh
 EXTRA_DIST += $(CUDA_MODULE_SRCS) $(CUDA_MODULE_HDRS) src/cuda/module.map bench/cuda_bench.cu \
 	tests/unit/test_cuda_fakedrv.cc tests/gpu/t_gpu_coll.c tests/gpu/run_device.sh tests/gpu/pack.sh
@@ -49,7 +49,8 @@ CUDA_MODULE_OBJS = $(CUDA_MODULE_SRCS:.cu=.cu.o)
 CUDA_DEP_HDRS = $(CUDA_MODULE_HDRS:%=$(srcdir)/%) $(srcdir)/kernels/codec.h $(srcdir)/kernels/codecs.def \
 	$(srcdir)/kernels/simd.h $(srcdir)/src/status.h $(srcdir)/coll/backend.h $(srcdir)/kernels/bitpack/bitpack.h \
 	$(srcdir)/kernels/fp16/fp16.h $(srcdir)/kernels/q8/q8.h \
-	$(srcdir)/kernels/terngrad/terngrad.h $(srcdir)/kernels/qsgd/qsgd.h $(srcdir)/kernels/rangefloat/rangefloat.h
+	$(srcdir)/kernels/terngrad/terngrad.h $(srcdir)/kernels/qsgd/qsgd.h $(srcdir)/kernels/rangefloat/rangefloat.h \
+	$(srcdir)/kernels/topk/topk.h $(srcdir)/kernels/topk/select.h
 
 $(CUDA_MODULE_OBJS): %.cu.o: $(srcdir)/%.cu $(CUDA_DEP_HDRS)
 	@$(MKDIR_P) $(@D)
@@ -66,7 +67,8 @@ libcompmpi_cuda.so: $(CUDA_MODULE_OBJS) $(srcdir)/src/cuda/module.map
 # Kernel throughput against device-to-device cudaMemcpy (links the kernel objects directly;
 # q8 is left out: its tables come from the CPU codec, which lives in the core).
 CUDA_BENCH_OBJS = src/cuda/reduce.cu.o kernels/none/cuda/none.cu.o kernels/bitpack/cuda/bitpack.cu.o \
-	kernels/fp16/cuda/fp16.cu.o kernels/terngrad/cuda/terngrad.cu.o kernels/qsgd/cuda/qsgd.cu.o
+	kernels/fp16/cuda/fp16.cu.o kernels/terngrad/cuda/terngrad.cu.o kernels/qsgd/cuda/qsgd.cu.o \
+	kernels/topk/cuda/topk.cu.o
 bench/cuda_bench: $(srcdir)/bench/cuda_bench.cu $(CUDA_BENCH_OBJS) $(CUDA_DEP_HDRS)
 	@$(MKDIR_P) bench
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -o $@ $(srcdir)/bench/cuda_bench.cu $(CUDA_BENCH_OBJS) -cudart static

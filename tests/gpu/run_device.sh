@@ -68,7 +68,7 @@ fi
 # plain (copy down, MPICH, copy up) against each codec; one process per codec so the
 # statistics (encode / decode / comm split) belong to that codec alone
 timing() { # $1: log file
-    for spec in plain codec=bitpack/bits=16 codec=bitpack/bits=8 codec=fp16 codec=q8 codec=terngrad codec=qsgd/bits=4; do
+    for spec in plain codec=bitpack/bits=16 codec=bitpack/bits=8 codec=fp16 codec=q8 codec=terngrad codec=qsgd/bits=4 codec=topk; do
         timeout 120 mpiexec.hydra -n 2 -genv LD_PRELOAD "$P/lib/libcompmpi.so" -genv COMPMPI_COST_MODEL off \
             -genv COMPMPI_STATS 1 -genv T_GPU_BENCH 10 "$P/bin/t_gpu_coll" device "$spec" < /dev/null >> "$1" 2>&1
         step "timing $spec" $?

@@ -291,6 +291,17 @@ std::vector<CodecParams> kernel_params(const CodecOps &c) {
                     if (c.check(p) == Status::ok) v.push_back(p);
                 }
     }
+    /* topk: every form (dense at theta 0 and 0.01, bitmap, index lists) and the boundary
+     * between bitmap and list */
+    if (c.id == CodecId::topk) {
+        const CodecParams b0 = v.front();
+        v.clear();
+        for (float theta : {0.0f, 0.01f, 0.5f, 0.85f, 0.97f, 0.99f, 0.999f}) {
+            CodecParams p = b0;
+            p.theta = theta;
+            v.push_back(p);
+        }
+    }
     return v;
 }
 
@@ -362,9 +373,9 @@ void given_host_model_when_encoding_expect_cpu_payload_bytes(void **) {
                         if (sr != Status::ok) continue; /* NaN/Inf: the payload is unspecified */
                         assert_int_equal(lg, lr);
                         if (!testutil::same_bytes(ref.data(), got.data() + off, lr))
-                            fail_msg("%s bits=%d variant=%d param=%u clip=%g clip_at=%g shared=%g fixed=%g n=%zu off=%zu: payload "
+                            fail_msg("%s bits=%d variant=%d param=%u clip=%g clip_at=%g shared=%g fixed=%g theta=%g n=%zu off=%zu: payload "
                                      "differs",
-                                     c->name, p.bits, p.variant, p.param, p.clip, p.clip_at, p.shared_scale, p.fixed_scale, n, off);
+                                     c->name, p.bits, p.variant, p.param, p.clip, p.clip_at, p.shared_scale, p.fixed_scale, p.theta, n, off);
                         ++checked;
                     }
                 }
@@ -503,6 +514,88 @@ void given_bad_terngrad_codes_when_host_model_decodes_expect_cpu_status(void **)
         }
     print_message("%d corrupted terngrad payloads\n", checked);
     assert_true(checked > 0);
+}
+
+/* topk payloads broken in every way the CPU decoder checks (form, reserved bytes, k, length,
+ * a bitmap bit past n or one too many, indices out of order or range, NaN/Inf values), in
+ * each form: the host model's status is the CPU's and a refused payload writes nothing. */
+void given_bad_topk_payloads_when_host_model_decodes_expect_cpu_status(void **) {
+    NEED_MODULE();
+    const CodecOps *c = codec_by_name("topk");
+    assert_non_null(c);
+    int checked = 0, refused = 0;
+    for (float theta : {0.01f, 0.85f, 0.99f})
+        for (size_t n : {size_t{100}, size_t{1000}, size_t{70001}}) {
+            CodecParams p;
+            p.theta = theta;
+            p.simd = simd_detect();
+            p.threads = 1;
+            const auto x = gradient_data(n, 60 + n);
+            std::vector<uint8_t> pay(c->max_payload(n, p) + 8);
+            size_t len = 0;
+            assert_int_equal(static_cast<int>(c->encode(x.data(), n, p, pay.data(), pay.size(), &len)), 0);
+            const uint8_t form = pay[0];
+            uint64_t k;
+            std::memcpy(&k, pay.data() + 8, 8);
+            const size_t nw = (n + 63) / 64;
+            const size_t body = 16;
+            /* each mutation: a changed copy of the payload and its length */
+            std::vector<std::pair<std::vector<uint8_t>, size_t>> bad;
+            auto flip = [&](size_t at, uint8_t mask, long dl = 0) {
+                bad.push_back({pay, static_cast<size_t>(static_cast<long>(len) + dl)});
+                bad.back().first[at] ^= mask;
+            };
+            auto inf_at = [&](size_t at) { /* the value at byte `at` becomes +Inf */
+                bad.push_back({pay, len});
+                const uint32_t inf = 0x7F800000u;
+                std::memcpy(bad.back().first.data() + at, &inf, 4);
+            };
+            flip(0, 1);
+            flip(0, 3);
+            flip(3, 0x10);
+            flip(8, 1);
+            flip(15, 0x80);
+            flip(0, 0, -1);
+            flip(0, 0, 1);
+            if (form == 1) { /* bitmap */
+                const size_t last = body + 8 * (nw - 1);
+                uint64_t w;
+                std::memcpy(&w, pay.data() + last, 8);
+                if (n % 64 && w) { /* a kept bit moved past n: same popcount */
+                    bad.push_back({pay, len});
+                    w = (w & (w - 1)) | (1ull << 63);
+                    std::memcpy(bad.back().first.data() + last, &w, 8);
+                }
+                flip(body + 1, 0x04); /* one bit flipped: popcount != k */
+                inf_at(body + 8 * nw);
+                inf_at(len - 4);
+            } else if (form == 0) { /* list */
+                flip(body + 4 * (k - 1) + 3, 0x40); /* last index out of range */
+                flip(body + 4, 0xFF);               /* second index: order */
+                inf_at(body + 4 * k);
+                inf_at(len - 4);
+            } else { /* dense */
+                inf_at(body + 4 * (n / 2));
+                flip(body + 4 * (n / 2) + 2, 0x80); /* a value changed, still finite: accepted */
+            }
+            for (size_t m = 0; m < bad.size(); ++m)
+                for (int add = 0; add <= 1; ++add) {
+                    const std::vector<uint8_t> &b = bad[m].first;
+                    const size_t blen = bad[m].second;
+                    std::vector<float> r = gradient_data(n, 7), g = r;
+                    const Status sr = add ? c->decode_add(b.data(), blen, n, p, r.data())
+                                          : c->decode(b.data(), blen, n, p, r.data());
+                    const Status sg = g_mod->model->decode(*c, p, b.data(), blen, n, g.data(), add);
+                    if (sg != sr)
+                        fail_msg("theta=%g n=%zu mutation %zu add=%d: status %d, CPU %d", theta, n, m, add,
+                                 static_cast<int>(sg), static_cast<int>(sr));
+                    assert_true(testutil::same_bytes(r.data(), g.data(), n * sizeof(float)));
+                    refused += sr != Status::ok;
+                    ++checked;
+                }
+        }
+    print_message("%d broken topk payloads, %d refused\n", checked, refused);
+    assert_true(refused > checked / 2);
 }
 
 void given_host_model_when_decoding_expect_cpu_floats(void **) {
@@ -969,6 +1062,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(given_decision_sweep_when_host_model_encodes_expect_cpu_bytes),
         cmocka_unit_test(given_host_model_when_preparing_expect_cpu_statistic),
         cmocka_unit_test(given_bad_terngrad_codes_when_host_model_decodes_expect_cpu_status),
+        cmocka_unit_test(given_bad_topk_payloads_when_host_model_decodes_expect_cpu_status),
         cmocka_unit_test(given_host_model_when_decoding_expect_cpu_floats),
         cmocka_unit_test(given_host_model_when_l2norm_expect_cpu_bits),
         cmocka_unit_test(given_no_gpu_when_backend_called_expect_clean_failures),

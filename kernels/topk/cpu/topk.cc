@@ -236,26 +236,6 @@ uint64_t get64(const uint8_t *p) { uint64_t v; std::memcpy(&v, p, 8); return v; 
 
 }  // namespace
 
-Form choose_form(size_t n, uint64_t k) {
-    const size_t bm = 8 * sparse::words_of(n) + 4 * k, list = 8 * k, dense = 4 * n;
-    Form f = kBitmap;
-    size_t best = bm;
-    if (n <= 0xFFFFFFFFull && list < best) {
-        f = kList;
-        best = list;
-    }
-    if (dense < best) f = kDense;
-    return f;
-}
-
-size_t payload_bytes(size_t n, uint64_t k) {
-    switch (choose_form(n, k)) {
-        case kList: return kHeaderBytes + 8 * k;
-        case kBitmap: return kHeaderBytes + 8 * sparse::words_of(n) + 4 * k;
-        default: return kHeaderBytes + 4 * n;
-    }
-}
-
 Status encode(const float *in, size_t n, double theta, uint8_t *out, size_t cap, size_t *len, SimdLevel lvl,
               int threads) {
     if (!(theta >= 0.0 && theta < 1.0)) return Status::invalid_arg;
