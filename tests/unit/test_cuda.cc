@@ -598,6 +598,50 @@ void given_bad_topk_payloads_when_host_model_decodes_expect_cpu_status(void **) 
     assert_true(refused > checked / 2);
 }
 
+/* rangefloat's paper mode fits m and eps on the host from a sample the kernels gather: sizes
+ * on both sides of the sampled path (2^16) and past the stride of 8 (n >> 18 > 8), data of
+ * one sign, with -0.0, and all zero: the CPU's bytes. */
+void given_paper_rangefloat_when_host_model_encodes_expect_cpu_bytes(void **) {
+    NEED_MODULE();
+    const CodecOps *c = codec_by_name("rangefloat");
+    assert_non_null(c);
+    int checked = 0;
+    for (size_t n : {size_t{65535}, size_t{65536}, size_t{3000001}})
+        for (int shape = 0; shape < 4; ++shape)
+            for (int bits : {4, 8, 11, 16}) {
+                if (n > 100000 && bits != 8 && shape != 0) continue;
+                auto x = gradient_data(n, 11 + n + static_cast<size_t>(shape));
+                for (size_t i = 0; i < n; ++i) {
+                    if (shape == 1) x[i] = std::fabs(x[i]);                  /* positive only */
+                    if (shape == 2) x[i] = -std::fabs(x[i]) * (i % 7 ? 1.0f : 0.0f); /* negative and -0.0 */
+                    if (shape == 3) x[i] = (i % 3) ? 0.0f : -0.0f;           /* zeros */
+                }
+                CodecParams p;
+                p.bits = static_cast<uint8_t>(bits);
+                p.variant = 1; /* paper */
+                p.simd = simd_detect();
+                p.threads = 1;
+                const size_t cap = c->max_payload(n, p);
+                std::vector<uint8_t> ref(cap), got(cap);
+                size_t lr = 0, lg = 0;
+                const Status sr = c->encode(x.data(), n, p, ref.data(), cap, &lr);
+                const Status sg = g_mod->model->encode(*c, p, x.data(), n, got.data(), cap, &lg);
+                assert_int_equal(static_cast<int>(sg), static_cast<int>(sr));
+                if (sr != Status::ok) continue;
+                assert_int_equal(lg, lr);
+                if (!testutil::same_bytes(ref.data(), got.data(), lr))
+                    fail_msg("paper rangefloat bits=%d n=%zu shape=%d: payload differs (header m %u/%u)", bits, n, shape,
+                             got[0], ref[0]);
+                std::vector<float> r(n, 1.0f), g(n, 1.0f);
+                assert_int_equal(static_cast<int>(c->decode_add(ref.data(), lr, n, p, r.data())), 0);
+                assert_int_equal(static_cast<int>(g_mod->model->decode(*c, p, ref.data(), lr, n, g.data(), true)), 0);
+                assert_true(testutil::same_bytes(r.data(), g.data(), n * sizeof(float)));
+                ++checked;
+            }
+    print_message("%d paper-mode payloads compared\n", checked);
+    assert_true(checked >= 30);
+}
+
 void given_host_model_when_decoding_expect_cpu_floats(void **) {
     NEED_MODULE();
     for (const CodecOps *c : all_codecs())
@@ -1063,6 +1107,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(given_host_model_when_preparing_expect_cpu_statistic),
         cmocka_unit_test(given_bad_terngrad_codes_when_host_model_decodes_expect_cpu_status),
         cmocka_unit_test(given_bad_topk_payloads_when_host_model_decodes_expect_cpu_status),
+        cmocka_unit_test(given_paper_rangefloat_when_host_model_encodes_expect_cpu_bytes),
         cmocka_unit_test(given_host_model_when_decoding_expect_cpu_floats),
         cmocka_unit_test(given_host_model_when_l2norm_expect_cpu_bits),
         cmocka_unit_test(given_no_gpu_when_backend_called_expect_clean_failures),

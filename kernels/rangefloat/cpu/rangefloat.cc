@@ -304,43 +304,6 @@ void unpack_dequant(const uint8_t *in, size_t cnt, const Format &f, float *out, 
 }
 
 /* ---------------------------------------------------------------- paper mode */
-PaperFormat paper_tune(int N, int m, float min, float max) {
-    PaperFormat f;
-    f.bits = N;
-    f.m = m;
-    const int s = 23 - m;
-    const uint32_t cmax = f.cmax(), qlim = paper_qlimit(m);
-    const uint32_t qtop = max > 0 ? f2u(max) >> s : 0; /* q(max); 0: no positive value */
-    const float need = min < 0 ? -min : 0.0f;            /* |min| the code 1..1 must reach */
-    /* P(pbase) = qtop - pbase + 1 (1 without positives); allowed: pbase >= 1, P >= 1,
-     * P <= cmax - 1 (one negative code at least), every pattern a finite fp32 */
-    auto P_of = [&](uint32_t pb) { return qtop ? qtop - pb + 1 : 1u; };
-    auto neg_top = [&](uint32_t pb) { return static_cast<uint64_t>(cmax - P_of(pb)) + pb - 1; }; /* 1..1 */
-    uint32_t lo = 1, hi = qtop ? qtop : qlim;
-    if (qtop && qtop + 2 > cmax) lo = std::max<uint32_t>(lo, qtop + 2 - cmax); /* P <= cmax - 1 */
-    { /* neg_top(pb) <= qlim: cmax - qtop + 2 pb - 2 (qtop > 0), or cmax + pb - 2 (qtop = 0) */
-        const int64_t lim = qtop ? (static_cast<int64_t>(qlim) + qtop + 2 - cmax) / 2
-                                 : static_cast<int64_t>(qlim) + 2 - cmax;
-        if (lim < static_cast<int64_t>(hi)) hi = static_cast<uint32_t>(std::max<int64_t>(lim, lo));
-    }
-    if (hi < lo) hi = lo;
-    /* smallest pb in [lo, hi] with decode(1..1) <= min, i.e. neg_top(pb) << s >= |min| */
-    auto covers = [&](uint32_t pb) { return neg_top(pb) <= qlim && u2f(static_cast<uint32_t>(neg_top(pb)) << s) >= need; };
-    uint32_t a = lo, b = hi;
-    if (!covers(b)) {
-        a = b; /* min out of reach: the widest negative range */
-    } else {
-        while (a < b) {
-            const uint32_t mid = a + (b - a) / 2;
-            if (covers(mid)) b = mid;
-            else a = mid + 1;
-        }
-    }
-    f.pbase = a;
-    f.P = P_of(a);
-    return f;
-}
-
 namespace {
 struct SignedRange {
     float lo = 0, hi = 0;
@@ -367,56 +330,9 @@ SignedRange signed_range(const float *in, size_t n, int threads) {
 bool paper_fit(const float *in, size_t n, int N, PaperFormat *out, int threads) {
     const SignedRange r = signed_range(in, n, threads);
     if (r.bad) return false;
-    /* squared error of every m over a fixed sample (all values below 2^16, else every
-     * stride-th plus min and max), summed in index order: the same choice everywhere */
-    const size_t stride = n < (size_t{1} << 16) ? 1 : std::max<size_t>(8, n >> 18);
-    double best = HUGE_VAL;
-    PaperFormat bestf = paper_tune(N, std::min(N, 23), r.lo, r.hi); /* always valid */
-    for (int m = 1; m <= std::min(N, 23); ++m) {
-        const PaperFormat f = paper_tune(N, m, r.lo, r.hi);
-        if (!paper_valid(f)) continue; /* 2^N codes of m bits run past FLT_MAX (small m, large N) */
-        double err = 0;
-        auto add = [&](float x) {
-            const double d = static_cast<double>(x) - paper_decode_one(paper_encode_one(x, f), f);
-            err += d * d;
-        };
-        for (size_t i = 0; i < n; i += stride) add(in[i]);
-        if (stride > 1) add(r.lo), add(r.hi);
-        if (err <= best) { /* ties: more mantissa bits */
-            best = err;
-            bestf = f;
-        }
-    }
-    *out = bestf;
+    const size_t stride = paper_sample_stride(n);
+    *out = paper_fit_range(in, n, stride, stride > 1, r.lo, r.hi, N);
     return true;
-}
-
-void write_paper(uint8_t *out, const PaperFormat &f) {
-    out[0] = static_cast<uint8_t>(f.m);
-    out[1] = out[2] = out[3] = 0;
-    std::memcpy(out + 4, &f.pbase, 4);
-    std::memcpy(out + 8, &f.P, 4);
-}
-
-Status read_paper(const uint8_t *in, int N, PaperFormat *f) {
-    PaperFormat g;
-    g.bits = N;
-    g.m = in[0];
-    if (in[1] | in[2] | in[3]) return Status::corrupt;
-    if (g.m < 1 || g.m > std::min(N, 23)) return Status::corrupt;
-    std::memcpy(&g.pbase, in + 4, 4);
-    std::memcpy(&g.P, in + 8, 4);
-    if (!paper_valid(g)) return Status::corrupt;
-    *f = g;
-    return Status::ok;
-}
-
-bool paper_valid(const PaperFormat &g) {
-    if (g.m < 1 || g.m > std::min(g.bits, 23)) return false;
-    const uint32_t qlim = paper_qlimit(g.m);
-    if (g.pbase < 1 || g.pbase > qlim || g.P < 1 || g.P > g.cmax()) return false;
-    if (static_cast<uint64_t>(g.pbase) + g.P - 1 > qlim) return false; /* top positive */
-    return g.P == g.cmax() || static_cast<uint64_t>(g.cmax() - g.P) + g.pbase - 1 <= qlim; /* 1..1 */
 }
 
 namespace {
