@@ -147,6 +147,26 @@ __host__ __device__ inline float fsub(float a, float b) {
 #endif
 }
 
+/* Decode bodies of the sparse formats (sparse, topk): out[i] = (or +=) the fp32 stored at
+ * vals + 4 i (4-byte aligned on the device: a payload offset of 4 or 16), and zeroing. */
+struct DenseDecodeBody {
+    const uint8_t *vals;
+    float *out;
+    bool add;
+    __host__ __device__ bool operator()(size_t i) const {
+        const float v = u2f(load_vec<uint32_t>(vals + 4 * i));
+        out[i] = add ? fadd(out[i], v) : v;
+        return false;
+    }
+};
+struct ZeroBody {
+    float *out;
+    __host__ __device__ bool operator()(size_t i) const {
+        out[i] = 0.0f;
+        return false;
+    }
+};
+
 __host__ __device__ inline bool aligned(const void *p, size_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 
 }  // namespace compmpi::cuda

@@ -241,6 +241,21 @@ size_t rf_work_bytes(size_t n, const CodecParams &p) {
     return sizeof(DevStats) + 256;
 }
 
+/* Both modes' second half: the host's fit (false: NaN/Inf -> the flag), the header up, the codes. */
+template <class F, class Fit>
+cudaError_t finish_encode(const GpuEncodeArgs &a, Fit fit) {
+    uint8_t header[rf::kRangeHeaderBytes];
+    F f;
+    if (!fit(header, &f)) {
+        static const uint32_t one = 1;
+        return cudaMemcpyAsync(a.bad, &one, 4, cudaMemcpyHostToDevice, a.stream);
+    }
+    cudaError_t e = cudaMemcpyAsync(a.out, header, sizeof header, cudaMemcpyHostToDevice, a.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(a.stream); /* header is a stack buffer */
+    if (e != cudaSuccess) return e;
+    return launch_for_each((a.n + 7) / 8, CodeBody<F>{a.in, a.n, f, a.out + rf::kRangeHeaderBytes}, nullptr, a.stream);
+}
+
 /* the paper mode's host half: range and sample -> the CPU's fit and header; false on NaN/Inf */
 bool paper_fit(const DevRange &r, const float *sample, size_t n, int N, uint8_t header[rf::kRangeHeaderBytes], PFmt *f) {
     if (r.bad) return false;
@@ -269,16 +284,7 @@ cudaError_t paper_encode(const GpuEncodeArgs &a) {
     if (e == cudaSuccess && ns) e = cudaMemcpyAsync(hs.data(), sample, 4 * ns, cudaMemcpyDeviceToHost, a.stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(a.stream);
     if (e != cudaSuccess) return e;
-    uint8_t header[rf::kRangeHeaderBytes];
-    PFmt f;
-    if (!paper_fit(h, hs.data(), a.n, a.p->bits, header, &f)) {
-        static const uint32_t one = 1;
-        return cudaMemcpyAsync(a.bad, &one, 4, cudaMemcpyHostToDevice, a.stream);
-    }
-    e = cudaMemcpyAsync(a.out, header, sizeof header, cudaMemcpyHostToDevice, a.stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(a.stream); /* header is a stack buffer */
-    if (e != cudaSuccess) return e;
-    return launch_for_each(groups, CodeBody<PFmt>{a.in, a.n, f, a.out + rf::kRangeHeaderBytes}, nullptr, a.stream);
+    return finish_encode<PFmt>(a, [&](uint8_t *header, PFmt *f) { return paper_fit(h, hs.data(), a.n, a.p->bits, header, f); });
 }
 
 bool paper_encode_host(const float *in, size_t n, const CodecParams &p, uint8_t *out) {
@@ -322,16 +328,7 @@ cudaError_t rf_encode(const GpuEncodeArgs &a) {
     if (e == cudaSuccess) e = cudaMemcpyAsync(&h, st, sizeof h, cudaMemcpyDeviceToHost, a.stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(a.stream);
     if (e != cudaSuccess) return e;
-    uint8_t header[rf::kRangeHeaderBytes];
-    Fmt f;
-    if (!fit(h, a.n, a.p->bits, header, &f)) {
-        static const uint32_t one = 1;
-        return cudaMemcpyAsync(a.bad, &one, 4, cudaMemcpyHostToDevice, a.stream);
-    }
-    e = cudaMemcpyAsync(a.out, header, sizeof header, cudaMemcpyHostToDevice, a.stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(a.stream); /* header is a stack buffer */
-    if (e != cudaSuccess) return e;
-    return launch_for_each(groups, CodeBody<Fmt>{a.in, a.n, f, a.out + rf::kRangeHeaderBytes}, nullptr, a.stream);
+    return finish_encode<Fmt>(a, [&](uint8_t *header, Fmt *f) { return fit(h, a.n, a.p->bits, header, f); });
 }
 
 bool rf_encode_host(const CodecOps &, const float *in, size_t n, const CodecParams &p, uint8_t *out) {

@@ -206,25 +206,6 @@ Status validate(const uint8_t *p, size_t len, size_t n, uint8_t *form, size_t *k
     return pop == k32 ? Status::ok : Status::corrupt;
 }
 
-struct DenseDecode {
-    const uint8_t *vals;
-    float *out;
-    bool add;
-    __host__ __device__ bool operator()(size_t i) const {
-        const float v = u2f(get_u32(vals + 4 * i));
-        out[i] = add ? fadd(out[i], v) : v;
-        return false;
-    }
-};
-
-struct Zero {
-    float *out;
-    __host__ __device__ bool operator()(size_t i) const {
-        out[i] = 0.0f;
-        return false;
-    }
-};
-
 struct IndexDecode {
     const uint8_t *pairs;
     float *out;
@@ -282,9 +263,9 @@ cudaError_t sp_decode(const GpuDecodeArgs &a, bool *corrupt) {
         *corrupt = true;
         return cudaSuccess;
     }
-    if (form == kDense) return launch_for_each(a.n, DenseDecode{a.in + 4, a.out, a.add}, nullptr, a.stream);
+    if (form == kDense) return launch_for_each(a.n, DenseDecodeBody{a.in + 4, a.out, a.add}, nullptr, a.stream);
     if (form == kIndex) {
-        cudaError_t e = a.add ? cudaSuccess : launch_for_each(a.n, Zero{a.out}, nullptr, a.stream);
+        cudaError_t e = a.add ? cudaSuccess : launch_for_each(a.n, ZeroBody{a.out}, nullptr, a.stream);
         if (e == cudaSuccess) e = launch_for_each(k, IndexDecode{a.in + 8, a.out, a.add}, nullptr, a.stream);
         return e;
     }
@@ -306,9 +287,9 @@ Status sp_decode_host(const CodecOps &, const uint8_t *in, size_t len, size_t n,
     const Status s = validate(in, len, n, &form, &k);
     if (s != Status::ok) return s;
     if (form == kDense) {
-        run_for_each_host(n, DenseDecode{in + 4, out, add});
+        run_for_each_host(n, DenseDecodeBody{in + 4, out, add});
     } else if (form == kIndex) {
-        if (!add) run_for_each_host(n, Zero{out});
+        if (!add) run_for_each_host(n, ZeroBody{out});
         run_for_each_host(k, IndexDecode{in + 8, out, add});
     } else {
         const size_t nt = tiles(n), nbm = (n + 7) / 8;

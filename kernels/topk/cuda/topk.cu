@@ -412,25 +412,6 @@ Status validate(const uint8_t *in, size_t len, size_t n, uint8_t *form, uint64_t
     return finite_words(body + 8 * nw, *k) ? Status::ok : Status::corrupt;
 }
 
-struct DenseDecode {
-    const uint8_t *vals;
-    float *out;
-    bool add;
-    __host__ __device__ bool operator()(size_t i) const {
-        const float v = u2f(load_vec<uint32_t>(vals + 4 * i));
-        out[i] = add ? fadd(out[i], v) : v;
-        return false;
-    }
-};
-
-struct Zero {
-    float *out;
-    __host__ __device__ bool operator()(size_t i) const {
-        out[i] = 0.0f;
-        return false;
-    }
-};
-
 struct ListDecode {
     const uint8_t *idx, *vals;
     float *out;
@@ -488,9 +469,9 @@ cudaError_t tk_decode(const GpuDecodeArgs &a, bool *corrupt) {
         return cudaSuccess;
     }
     const uint8_t *body = a.in + topk::kHeaderBytes;
-    if (form == topk::kDense) return launch_for_each(a.n, DenseDecode{body, a.out, a.add}, nullptr, a.stream);
+    if (form == topk::kDense) return launch_for_each(a.n, DenseDecodeBody{body, a.out, a.add}, nullptr, a.stream);
     if (form == topk::kList) {
-        cudaError_t e = a.add ? cudaSuccess : launch_for_each(a.n, Zero{a.out}, nullptr, a.stream);
+        cudaError_t e = a.add ? cudaSuccess : launch_for_each(a.n, ZeroBody{a.out}, nullptr, a.stream);
         if (e == cudaSuccess) e = launch_for_each(k, ListDecode{body, body + 4 * k, a.out, a.add}, nullptr, a.stream);
         return e;
     }
@@ -515,9 +496,9 @@ Status tk_decode_host(const CodecOps &, const uint8_t *in, size_t len, size_t n,
     if (s != Status::ok) return s;
     const uint8_t *body = in + topk::kHeaderBytes;
     if (form == topk::kDense) {
-        run_for_each_host(n, DenseDecode{body, out, add});
+        run_for_each_host(n, DenseDecodeBody{body, out, add});
     } else if (form == topk::kList) {
-        if (!add) run_for_each_host(n, Zero{out});
+        if (!add) run_for_each_host(n, ZeroBody{out});
         run_for_each_host(k, ListDecode{body, body + 4 * k, out, add});
     } else {
         const size_t nw = words_of(n);
