@@ -3,22 +3,26 @@
 
 The same reasoning as the cost model and the FFT paper's eq. 4 (Wang et al., Section 3.3):
 time = latency terms + bytes on the busiest link / link bandwidth + codec time. Nothing here is
-measured: link figures are the nominal rates named below, codec throughputs are published or
-assumed figures, each labelled where it is used. Run:  python3 tools/scale_model.py
+measured on a cluster: link figures are the nominal rates named below, codec throughputs are
+this project's H100 kernel figures, published or assumed figures, each labelled where it is used. Run:  python3 tools/scale_model.py
 """
 import math
 
 ALPHA = 2e-6  # s per message: a typical InfiniBand/RoCE MPI latency (assumed, not measured here)
 
 # Codec throughputs on a GPU, bytes of fp32 input per second.
+#  - 'measured': this project's kernels on an NVIDIA H100 80GB HBM3 (bench/cuda_bench -n 67108864
+#    -r 20, docs/benchmarks.md section 4): bitpack 16 encode 1951.9 GB/s and decode-and-add
+#    1150.0 GB/s (session 10); terngrad as the allreduce calls it (agreed scale, clip_at) encode
+#    815.5 GB/s, base4 decode 285 GB/s (session 13, host validation of the codes included);
 #  - 'published': the FFT paper's top-k selection on a V100, 34 GB/s (Section 3.1);
-#  - 'assumed': memory-bound kernels (bitpack, q8) at 50% of an H100's published 3.35 TB/s HBM3
-#    bandwidth, the target of issue 13 (not measured: no GPU ran these kernels yet).
+#  - 'assumed': q8 at 50% of an H100's published 3.35 TB/s HBM3 bandwidth, the target of
+#    issue 13 (q8's kernels are timed only inside the allreduce, not alone).
 CODECS = {
     # name: (compression ratio k, encode B/s, decode B/s, label)
-    "bitpack16": (2.0, 0.5 * 3.35e12, 0.5 * 3.35e12, "assumed: 50% of H100 HBM3 3.35 TB/s"),
+    "bitpack16": (2.0, 1951.9e9, 1150.0e9, "measured on an H100: encode 1952, decode-and-add 1150 GB/s"),
     "q8": (4.0, 0.5 * 3.35e12, 0.5 * 3.35e12, "assumed: 50% of H100 HBM3 3.35 TB/s"),
-    "terngrad": (16.0, 0.3 * 3.35e12, 0.3 * 3.35e12, "assumed: 30% of H100 HBM3 (stochastic rounding)"),
+    "terngrad": (16.0, 815.5e9, 285e9, "measured on an H100: encode 816 (the allreduce's case), decode 285 GB/s"),
     "topk(15%)": (3.3, 34e9, 0.5 * 3.35e12, "published: top-k selection 34 GB/s on V100 (Wang et al.)"),
 }
 
