@@ -35,7 +35,16 @@
  *           Output adds t_plain_med_s, t_plain_min_s, ratio_med (the median over
  *           iterations of lib time / plain time) and ratio_lo/ratio_hi (a distribution-free
  *           95% confidence interval of that median); t_*_s are the MPI_* arm's.
- *           Not with --check.
+ *           Not with --check. With --paired the output also has ratio_total: the sum of the
+ *           library arm's times over ALL iterations, warm-ups included (where the cost model
+ *           explores), over the plain arm's sum: what the whole run cost.
+ * --form F  blocking (default) | nonblocking (MPI_I* then MPI_Wait) | persistent (MPI-4:
+ *           MPI_*_init once per size and arm, then MPI_Start + MPI_Wait per call; the plain
+ *           arm uses PMPI_*_init/PMPI_Start/PMPI_Wait).
+ * --overlap with --form nonblocking|persistent: between issuing and waiting each call, compute
+ *           (a busy loop, no MPI calls) for as long as the plain collective alone took (its
+ *           median over a first pass of the same iterations, the slowest rank's), as OSU's
+ *           osu_i* overlap tests do; the times are then issue + compute + wait.
  *
  * Output (rank 0, one line per collective and size, flushed immediately):
  *   coll=allreduce bytes=67108864 ranks=2 iters=5 t_min_s=... t_med_s=...
@@ -63,6 +72,8 @@
 #include <string.h>
 
 enum coll_kind { C_ALLREDUCE, C_ALLGATHER, C_BCAST, C_RSB, C_NKINDS };
+enum form_kind { F_BLOCKING, F_NONBLOCKING, F_PERSISTENT };
+static const char *form_names[] = {"blocking", "nonblocking", "persistent"};
 static const char *coll_names[C_NKINDS] = {"allreduce", "allgather", "bcast", "reduce_scatter_block"};
 enum data_kind { D_GRADIENT, D_UNIFORM, D_NORMAL };
 static const char *data_names[] = {"gradient", "uniform", "normal"};
@@ -235,6 +246,108 @@ struct coll_fns {
 static const struct coll_fns mpi_fns = {MPI_Allreduce, MPI_Allgather, MPI_Bcast, MPI_Reduce_scatter_block};
 static const struct coll_fns pmpi_fns = {PMPI_Allreduce, PMPI_Allgather, PMPI_Bcast, PMPI_Reduce_scatter_block};
 
+/* The non-blocking and persistent forms, again through MPI_* or PMPI_* names. */
+struct nb_fns {
+    int (*iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
+    int (*ibcast)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+    int (*ireduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*wait)(MPI_Request *, MPI_Status *);
+#if MPI_VERSION >= 4
+    int (*allreduce_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*allgather_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Info,
+                          MPI_Request *);
+    int (*bcast_init)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*reduce_scatter_block_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
+                                     MPI_Request *);
+    int (*start)(MPI_Request *);
+    int (*request_free)(MPI_Request *);
+#endif
+};
+static const struct nb_fns mpi_nb = {MPI_Iallreduce, MPI_Iallgather, MPI_Ibcast, MPI_Ireduce_scatter_block, MPI_Wait,
+#if MPI_VERSION >= 4
+                                     MPI_Allreduce_init, MPI_Allgather_init, MPI_Bcast_init,
+                                     MPI_Reduce_scatter_block_init, MPI_Start, MPI_Request_free
+#endif
+};
+static const struct nb_fns pmpi_nb = {PMPI_Iallreduce, PMPI_Iallgather, PMPI_Ibcast, PMPI_Ireduce_scatter_block,
+                                      PMPI_Wait,
+#if MPI_VERSION >= 4
+                                      PMPI_Allreduce_init, PMPI_Allgather_init, PMPI_Bcast_init,
+                                      PMPI_Reduce_scatter_block_init, PMPI_Start, PMPI_Request_free
+#endif
+};
+
+/* Busy computation for `s` seconds (no MPI call: MPI progresses nothing meanwhile unless it
+ * has a thread of its own). */
+static volatile double g_sink;
+static void compute_for(double s)
+{
+    const double end = MPI_Wtime() + s;
+    double x = 1.0;
+    while (MPI_Wtime() < end)
+        for (int i = 0; i < 64; i++) x = x * 1.0000001 + 1e-9;
+    g_sink = x;
+}
+
+/* Issue one non-blocking call (nonblocking form) or start the persistent request *preq. */
+static void issue_nb(const struct nb_fns *f, enum form_kind form, enum coll_kind ck, int inplace, float *src,
+                     float *dst, int cnt, int blk, int root, MPI_Request *req, MPI_Request *preq)
+{
+#if MPI_VERSION >= 4
+    if (form == F_PERSISTENT) {
+        f->start(preq);
+        *req = *preq;
+        return;
+    }
+#else
+    (void)preq;
+    (void)form;
+#endif
+    switch (ck) {
+    case C_ALLREDUCE:
+        f->iallreduce(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
+        break;
+    case C_ALLGATHER:
+        if (inplace)
+            f->iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD, req);
+        else
+            f->iallgather(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD, req);
+        break;
+    case C_BCAST: f->ibcast(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD, req); break;
+    case C_RSB:
+        f->ireduce_scatter_block(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
+        break;
+    default: break;
+    }
+}
+
+#if MPI_VERSION >= 4
+static void init_persistent(const struct nb_fns *f, enum coll_kind ck, int inplace, float *src, float *dst, int cnt,
+                            int blk, int root, MPI_Request *preq)
+{
+    switch (ck) {
+    case C_ALLREDUCE:
+        f->allreduce_init(inplace ? MPI_IN_PLACE : src, dst, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                          preq);
+        break;
+    case C_ALLGATHER:
+        if (inplace)
+            f->allgather_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD, MPI_INFO_NULL,
+                              preq);
+        else
+            f->allgather_init(src, cnt, MPI_FLOAT, dst, cnt, MPI_FLOAT, MPI_COMM_WORLD, MPI_INFO_NULL, preq);
+        break;
+    case C_BCAST: f->bcast_init(dst, cnt, MPI_FLOAT, root, MPI_COMM_WORLD, MPI_INFO_NULL, preq); break;
+    case C_RSB:
+        f->reduce_scatter_block_init(inplace ? MPI_IN_PLACE : src, dst, blk, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                     MPI_INFO_NULL, preq);
+        break;
+    default: break;
+    }
+}
+#endif
+
 static void run_coll(const struct coll_fns *f, enum coll_kind ck, int inplace, float *src, float *dst, int cnt,
                      int blk, int root)
 {
@@ -326,7 +439,8 @@ int main(int argc, char **argv)
 
     int colls[C_NKINDS], ncolls = 0;
     size_t sizes[64];
-    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0;
+    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0, overlap = 0;
+    enum form_kind form = F_BLOCKING;
     enum data_kind dk = D_GRADIENT;
     uint64_t seed = 42;
     const char *coll_arg = "all", *sizes_arg = "4M,16M,64M";
@@ -352,6 +466,14 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--check")) check = 1;
         else if (!strcmp(o, "--inplace")) inplace = 1;
         else if (!strcmp(o, "--paired")) paired = 1;
+        else if (!strcmp(o, "--overlap")) overlap = 1;
+        else if (!strcmp(o, "--form")) {
+            NEEDV();
+            if (!strcmp(v, "blocking")) form = F_BLOCKING;
+            else if (!strcmp(v, "nonblocking")) form = F_NONBLOCKING;
+            else if (!strcmp(v, "persistent")) form = F_PERSISTENT;
+            else die("unknown --form '%s'", v);
+        }
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) { usage(); MPI_Finalize(); return 0; }
         else { usage(); die("unknown option '%s'", o); }
 #undef NEEDV
@@ -362,6 +484,10 @@ int main(int argc, char **argv)
     if (batch < 1) die("--batch must be >= 1%s", "");
     if (batch > 1 && inplace) die("--batch with --inplace would sum the sums%s", "");
     if (paired && check) die("--paired does not go with --check%s", "");
+    if (overlap && form == F_BLOCKING) die("--overlap needs --form nonblocking or persistent%s", "");
+#if MPI_VERSION < 4
+    if (form == F_PERSISTENT) die("--form persistent needs an MPI-4 library%s", "");
+#endif
 
     /* collectives */
     {
@@ -398,9 +524,9 @@ int main(int argc, char **argv)
         char *nl = strchr(ver, '\n');
         if (nl) *nl = 0;
         const char *pre = getenv("LD_PRELOAD");
-        printf("# coll_bench ranks=%d iters=%d warmup=%d batch=%d data=%s seed=%llu check=%d inplace=%d paired=%d preload=%s mpi=\"%s\"\n",
+        printf("# coll_bench ranks=%d iters=%d warmup=%d batch=%d data=%s seed=%llu check=%d inplace=%d paired=%d form=%s overlap=%d preload=%s mpi=\"%s\"\n",
                g_size, iters, warmup, batch, data_names[dk], (unsigned long long)seed, check, inplace, paired,
-               pre && *pre ? pre : "none", ver);
+               form_names[form], overlap, pre && *pre ? pre : "none", ver);
         fflush(stdout);
     }
 
@@ -436,10 +562,22 @@ int main(int argc, char **argv)
                 dst = xmalloc(bytes);
             }
 
+            MPI_Request preq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}; /* persistent: [library, plain] */
+#if MPI_VERSION >= 4
+            if (form == F_PERSISTENT) {
+                init_persistent(&mpi_nb, ck, inplace, src, dst, cnt, blk, root, &preq[0]);
+                if (paired) init_persistent(&pmpi_nb, ck, inplace, src, dst, cnt, blk, root, &preq[1]);
+            }
+#endif
+            /* --overlap: a first pass (pass 0) times the plain collective alone; its median, the
+             * slowest rank's, is the computation of the timed pass */
+            double tcomp = 0, tot[2] = {0, 0};
+            for (int pass = overlap ? 0 : 1; pass < 2; pass++) {
             for (int it = 0; it < warmup + iters; it++)
             for (int arm = 0; arm < 1 + paired; arm++) {
                 /* paired: arm 0 and 1 alternate between PMPI (plain) and MPI (library) */
                 const int plain = paired && ((it + arm) % 2 == 0);
+                if (pass == 0 && paired && !plain) continue;
                 /* restore the input (not timed) */
                 switch (ck) {
                 case C_ALLREDUCE:
@@ -456,11 +594,32 @@ int main(int argc, char **argv)
                 }
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
-                for (int b = 0; b < batch; b++)
-                    run_coll(plain ? &pmpi_fns : &mpi_fns, ck, inplace, src, dst, cnt, blk, root);
+                for (int b = 0; b < batch; b++) {
+                    if (form == F_BLOCKING) {
+                        run_coll(plain ? &pmpi_fns : &mpi_fns, ck, inplace, src, dst, cnt, blk, root);
+                        continue;
+                    }
+                    const struct nb_fns *f = plain ? &pmpi_nb : &mpi_nb;
+                    MPI_Request req = MPI_REQUEST_NULL;
+                    issue_nb(f, form, ck, inplace, src, dst, cnt, blk, root, &req, &preq[plain]);
+                    if (pass == 1 && overlap) compute_for(tcomp);
+                    f->wait(&req, MPI_STATUS_IGNORE);
+                }
                 double t = (MPI_Wtime() - t0) / batch;
+                if (pass == 1) tot[plain] += t * batch;
                 if (it >= warmup) (plain ? ptimes : times)[it - warmup] = t;
             }
+                if (pass == 0) { /* the plain (or only) arm's median, slowest rank */
+                    double *pure = paired ? ptimes : times, med;
+                    qsort(pure, iters, sizeof(double), cmp_double);
+                    med = median_sorted(pure, iters);
+                    MPI_Allreduce(&med, &tcomp, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                }
+            }
+#if MPI_VERSION >= 4
+            for (int k = 0; k < 2; k++)
+                if (preq[k] != MPI_REQUEST_NULL) (k ? pmpi_nb : mpi_nb).request_free(&preq[k]);
+#endif
             MPI_Reduce(times, tmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (paired) MPI_Reduce(ptimes, ptmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
@@ -480,8 +639,10 @@ int main(int argc, char **argv)
                 snprintf(err_s, sizeof err_s, "%.3e", relmax);
                 if (ck != C_RSB) snprintf(ident_s, sizeof ident_s, "%d", hmax == hmin);
             }
+            double tot_max[2] = {0, 0};
+            MPI_Reduce(tot, tot_max, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (g_rank == 0) {
-                char pair_s[200] = "";
+                char pair_s[300] = "";
                 if (paired) {
                     double lo, hi;
                     for (int i = 0; i < iters; i++) ratios[i] = tmax[i] / ptmax[i];
@@ -489,13 +650,19 @@ int main(int argc, char **argv)
                     qsort(ratios, iters, sizeof(double), cmp_double);
                     median_ci(ratios, iters, &lo, &hi);
                     snprintf(pair_s, sizeof pair_s,
-                             " t_plain_min_s=%.9f t_plain_med_s=%.9f ratio_med=%.4f ratio_lo=%.4f ratio_hi=%.4f",
-                             ptmax[0], median_sorted(ptmax, iters), median_sorted(ratios, iters), lo, hi);
+                             " t_plain_min_s=%.9f t_plain_med_s=%.9f ratio_med=%.4f ratio_lo=%.4f ratio_hi=%.4f"
+                             " ratio_total=%.4f",
+                             ptmax[0], median_sorted(ptmax, iters), median_sorted(ratios, iters), lo, hi,
+                             tot_max[0] / tot_max[1]);
                 }
                 qsort(tmax, iters, sizeof(double), cmp_double);
-                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s%s\n",
+                char form_s[96] = "";
+                if (form != F_BLOCKING)
+                    snprintf(form_s, sizeof form_s, " form=%s%s", form_names[form], overlap ? " overlap=1" : "");
+                if (overlap) snprintf(form_s + strlen(form_s), sizeof form_s - strlen(form_s), " t_compute_s=%.9f", tcomp);
+                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s%s%s\n",
                        coll_names[ck], bytes, g_size, iters, tmax[0], median_sorted(tmax, iters), tmax[iters - 1],
-                       err_s, ident_s, pair_s);
+                       err_s, ident_s, pair_s, form_s);
                 fflush(stdout);
             }
             free(pristine);

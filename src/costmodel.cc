@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "fault.h"
 #include "state.h"
 #include "verdict.h"
 
@@ -31,6 +32,21 @@ ClassStats g_cls[static_cast<int>(Coll::count_)][kCostClasses];
 double scaled(double t_class, int cls, size_t bytes) { return t_class * static_cast<double>(bytes) / std::ldexp(1.0, cls); }
 
 }  // namespace
+
+bool cost_entry_verdict(const CostEntry &e, double margin) {
+    const int force = COMPMPI_FAULT_ON() ? fault_cost_force() : 0;
+    return force > 0 || (force == 0 && cost_entry_compresses(e, margin));
+}
+
+CostTrace &cost_trace() {
+    static thread_local CostTrace t;
+    return t;
+}
+
+double &cost_handoff_s() {
+    static thread_local double s = 0;
+    return s;
+}
 
 int cost_size_class(size_t bytes) {
     const int c = bytes ? 63 - __builtin_clzll(static_cast<unsigned long long>(bytes)) : 0;
@@ -60,8 +76,9 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
     }
     if (final) *final = e.round == 1;
     /* decided from the agreed (slowest rank's) times: the same on every rank; predicted from
-     * this rank's own samples, comparable with its own measured time (COMPMPI_STATS) */
-    if (cost_entry_compresses(e, margin)) {
+     * this rank's own samples, comparable with its own measured time (COMPMPI_STATS).
+     * Test-only: COMPMPI_FAULT=cost_plain/cost_compress fixes the outcome (src/fault.h). */
+    if (cost_entry_verdict(e, margin)) {
         *predicted_s = scaled(e.local_comp / kCostSamples, cls, bytes);
         return CostDecision::compress;
     }

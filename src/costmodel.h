@@ -87,6 +87,9 @@ inline bool cost_entry_decided(const CostEntry &e) {
     return e.n_plain >= kCostWarmup + kCostSamples && e.n_comp >= kCostWarmup + kCostSamples;
 }
 inline bool cost_entry_compresses(const CostEntry &e, double margin) { return e.max_comp < e.min_plain * (1.0 - margin); }
+/* The same, with the test-only COMPMPI_FAULT=cost_plain/cost_compress applied (src/fault.h):
+ * what every decision uses. */
+bool cost_entry_verdict(const CostEntry &e, double margin);
 
 struct CostModel {
     /* (collective, size class, codec id, bits) -> entry */
@@ -119,6 +122,21 @@ int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec
  * model with it; local_s < 0: the same as the agreed time). */
 void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double agreed_s,
                 double local_s = -1);
+
+/* What the model did in the last call this thread ran through the compressed path's entry
+ * (src/interpose.cc, run_on): the progress thread of the non-blocking calls reads it after
+ * each operation to learn that a class was decided exact (src/nonblocking.cc). */
+struct CostTrace {
+    bool gated = false; /* the model decided this call (else: not gated, or never reached) */
+    CostDecision d = CostDecision::compress;
+    bool final = false; /* the decision will not change (the re-check is done) */
+};
+CostTrace &cost_trace();
+/* Seconds this thread adds to its own time of an explored compressed call before the ranks
+ * agree on it: the hand-off a compressed non-blocking call pays (the progress thread's
+ * wake-up), which the exact path, issued directly as PMPI_I*, never pays. 0 on the
+ * application's threads. */
+double &cost_handoff_s();
 
 /* Statistics per (collective, size class): decided calls and their predicted and measured
  * times, printed by stats_report (compmpi-stats-model lines). Process-wide, lock-free. */

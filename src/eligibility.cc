@@ -113,8 +113,12 @@ const StateEntry kState[] = {
 constexpr int kNumPre = sizeof kPre / sizeof kPre[0];
 constexpr int kNumState = sizeof kState / sizeof kState[0];
 /* Reasons decided outside the tables. */
-const char *const kOther[] = {"not_initialized", "reentered", "no_state", "device_buffer", "cost_model",
-                             "no_thread_multiple", "count_above_int_max"};
+/* cost_explore: the cost model was measuring (the result is MPI's exact one); cost_model:
+ * decided exact; cost_model_queued: decided exact, run by a progress thread while the
+ * ranks agreed to issue the class straight to MPI (src/nonblocking.cc) */
+const char *const kOther[] = {"not_initialized",    "reentered",           "no_state",
+                              "device_buffer",      "cost_model",          "no_thread_multiple",
+                              "count_above_int_max", "cost_explore",       "cost_model_queued"};
 constexpr int kNumOther = sizeof kOther / sizeof kOther[0];
 static_assert(kNumPre + kNumState + kNumOther <= kMaxReasons, "raise kMaxReasons");
 

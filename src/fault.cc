@@ -32,7 +32,8 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error", "fft_differ", "stage_mpi", "fft_adopt"};
+constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob", "mpi_error",    "fft_differ",
+                                  "stage_mpi", "fft_adopt",   "cost_plain",   "cost_compress"};
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -50,7 +51,9 @@ bool parse(const char *text, Spec *s, std::string *err) {
             for (int k = 1; k < static_cast<int>(sizeof kKinds / sizeof *kKinds); ++k)
                 if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
             if (s->kind == FaultKind::none) {
-                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt)";
+                *err = "unknown fault '" + tok +
+                       "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt, cost_plain, "
+                       "cost_compress)";
                 return false;
             }
             continue;
@@ -80,8 +83,9 @@ bool parse(const char *text, Spec *s, std::string *err) {
     }
     if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt)
         have_call = true, s->call = 0; /* the first probe / MPI_Init */
-    if (s->kind == FaultKind::stage_mpi) { /* a mode of every rank and call, not an event */
-        if (have_rank || have_call) return *err = "stage_mpi takes no rank= or call=", false;
+    if (s->kind == FaultKind::stage_mpi || s->kind == FaultKind::cost_plain ||
+        s->kind == FaultKind::cost_compress) { /* a mode of every rank and call, not an event */
+        if (have_rank || have_call) return *err = std::string(kKinds[static_cast<int>(s->kind)]) + " takes no rank= or call=", false;
         have_rank = have_call = true;
     }
     if (!have_rank || !have_call) return *err = "rank= and call= are required", false;
@@ -156,6 +160,10 @@ void fault_corrupt_blob(uint8_t *blob, size_t cap) {
 }
 
 bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
+
+int fault_cost_force() {
+    return g_spec.kind == FaultKind::cost_plain ? -1 : g_spec.kind == FaultKind::cost_compress ? 1 : 0;
+}
 
 int fault_state() { return g_spec.kind == FaultKind::none ? -1 : g_fired ? 1 : 0; }
 

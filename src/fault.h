@@ -21,6 +21,12 @@
  *                   segments, the hierarchy's node reduce / leader allreduce / node bcast)
  *                   run on host copies, as for device data with an MPI that is not
  *                   CUDA-aware (coll_mpi_floats), so CI machines without a GPU run that path
+ *     cost_plain,   every rank, every call (no rank= or call=): the cost model measures as
+ *     cost_compress always (the exploring calls run, both sides timed and agreed) but then
+ *                   decides exact / compressed for every class whatever the times said, so
+ *                   tests of what follows a decision (the non-blocking calls' direct path,
+ *                   "results change only in calls decided to compress") do not depend on
+ *                   the machine's speed
  *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
  *   call that entered a compressed algorithm, all communicators together). The fault fires
  *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
@@ -35,7 +41,8 @@
 
 namespace compmpi {
 
-enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt };
+enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
+                             cost_plain, cost_compress };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */
@@ -51,6 +58,8 @@ void fault_corrupt_blob(uint8_t *blob, size_t cap);
 
 /* COMPMPI_FAULT=stage_mpi is set (read only when COMPMPI_FAULT_ON()). */
 bool fault_stage_mpi();
+/* COMPMPI_FAULT=cost_plain / cost_compress: -1 / +1 (0 otherwise; read only when COMPMPI_FAULT_ON()). */
+int fault_cost_force();
 
 /* For tests: the fault's state (0 armed, 1 fired, -1 none configured). */
 int fault_state();

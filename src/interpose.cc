@@ -3,6 +3,7 @@
  * exact PMPI call with the caller's own arguments. */
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -139,7 +140,7 @@ template <class F> int with_host_copies(const CollArgs &a, const CommState &st, 
  * this rank's error-feedback residual whatever staging happened (awp state is keyed by the
  * call's shared arguments instead: src/state.h AwpKey). */
 int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
-             Plan &plan);
+             Plan &plan, float *shadow_out = nullptr);
 
 /* The exact path; device buffers go through host copies unless MPI is CUDA-aware. */
 int run_exact(const CollArgs &a, const CommState &st, const CudaModule *m) {
@@ -149,6 +150,29 @@ int run_exact(const CollArgs &a, const CommState &st, const CudaModule *m) {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+/* The shadow output of an explored compressed call (run_plan's shadow_out): host memory
+ * the state keeps while the class explores, or device memory for the device backend. */
+struct ShadowOut {
+    float *out = nullptr;
+    const CudaModule *dev = nullptr;
+    ShadowOut() = default;
+    ShadowOut(const ShadowOut &) = delete;
+    ShadowOut &operator=(const ShadowOut &) = delete;
+    ~ShadowOut() {
+        if (dev) dev->mem_free(out, kMemDevice);
+    }
+    bool get(CommState &st, const Backend &be, const CudaModule *m, size_t n) {
+        const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
+        if (m && &be != &backend_cpu()) {
+            out = static_cast<float *>(m->mem_alloc(bytes, kMemDevice));
+            if (out) dev = m;
+        } else {
+            out = st.ws_shadow.as<float>(std::max<size_t>(n, 1));
+        }
+        return out != nullptr;
+    }
+};
 
 /* Does the cost model decide for this communicator's settings? (settings.def: cost_model) */
 bool cost_gated(const Settings &s) {
@@ -175,6 +199,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     double predicted = 0;
     bool final = false;
     const CostDecision d = cost_decide(st, a.kind, bytes, codec, bits, st.settings.cost_margin, &predicted, &final);
+    cost_trace() = CostTrace{true, d, final};
     /* a decided call is timed only for the statistics (predicted against measured): on the
      * exact path of a 4 KiB call the two clock reads are a measurable part of the cost */
     const bool timed = cost_explores(d) || stats_enabled();
@@ -187,33 +212,60 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
         const int rcb = PMPI_Barrier(a.comm);
         if (rcb != MPI_SUCCESS) return raise_error(a.comm, rcb);
     }
+    /* a result changes only in calls the model has decided to compress: an explored
+     * compressed call writes a shadow output, then the exact collective gives the result */
+    ShadowOut shadow;
+    if (d == CostDecision::explore_comp) {
+        if (!shadow.get(st, be, m, result_elements(a, st))) {
+            /* every rank is here for the same call: do not leave the others in the algorithm */
+            log_error("%s of %zu floats: no memory for the cost model's measurement; aborting rather than "
+                      "hanging (set COMPMPI_COST_MODEL=off or lower the buffer size)", coll_name(a.kind), n);
+            PMPI_Abort(a.comm, 1);
+            return MPI_ERR_NO_MEM;
+        }
+    } else if (st.ws_shadow.capacity()) {
+        st.ws_shadow.release(); /* this call is decided: the class's exploring is over */
+    }
+    static const int kReason = eligibility_reason("cost_model"), kQueued = eligibility_reason("cost_model_queued"),
+                     kExplore = eligibility_reason("cost_explore");
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     int rc;
     if (cost_runs_plain(d)) {
-        static const int kReason = eligibility_reason("cost_model");
         rc = run_exact(a, st, m);
-        cs.passthrough++;
-        cs.reason[kReason]++;
         if (d == CostDecision::plain && final) verdict_mark_final(kReason); /* will not change */
     } else {
-        rc = run_plan(a, st, be, be_ctx, m, key, plan);
+        rc = run_plan(a, st, be, be_ctx, m, key, plan, shadow.out);
     }
     if (!cost_explores(d)) {
         if (timed) cost_stats_add(a.kind, bytes, d, predicted, seconds_since(t0));
+        if (d == CostDecision::plain) cs.passthrough++, cs.reason[nb_on_progress_thread() ? kQueued : kReason]++;
         return rc;
     }
-    const double dt = seconds_since(t0);
+    const double dt = seconds_since(t0) + (d == CostDecision::explore_comp ? cost_handoff_s() : 0.0);
+    /* the application's result, from MPI (not part of the compressed sample) */
+    if (d == CostDecision::explore_comp && rc == MPI_SUCCESS) rc = run_exact(a, st, m);
+    cs.passthrough++, cs.reason[kExplore]++;
     /* every rank reaches here for the same call (the decision is shared): agree on the time */
     int rc2 = cost_record(st, a.comm, a.kind, bytes, codec, bits, d, dt);
     if (rc == MPI_SUCCESS && rc2 != MPI_SUCCESS) return raise_error(a.comm, rc2);
     return rc;
 }
 
+/* shadow_out (the cost model exploring, docs/design.md): the compressed algorithm reads the
+ * caller's input but writes its result to shadow_out (result_elements floats of backend
+ * memory; a bcast root reads its own buffer as always), and leaves nothing behind -- no
+ * error-feedback residual, no awp observation, no statistics of a compressed call; the
+ * caller then runs the exact collective, whose result is the one the application gets. */
 int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
-             Plan &plan) {
-    CollStats &cs = stats(a.kind);
+             Plan &plan, float *shadow_out) {
+    const bool shadow = shadow_out != nullptr;
+    CollStats shadow_stats;
+    CollStats &cs = shadow ? shadow_stats : stats(a.kind);
     const size_t n = static_cast<size_t>(coll_elements(a));
-    float *out = static_cast<float *>(a.recvbuf);
+    float *const user = static_cast<float *>(a.recvbuf);
+    float *out = shadow && !(a.kind == Coll::bcast && st.rank == a.root) ? shadow_out : user;
+    /* MPI_IN_PLACE: the input is in the caller's receive buffer (`user`), whatever `out` is */
+    const bool in_place = a.sendbuf == MPI_IN_PLACE;
     const size_t result_n = result_elements(a, st);
     auto exact = [&]() { return run_exact(a, st, m); };
     plan.params.simd = simd_active();
@@ -229,7 +281,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     std::vector<float> *residual = nullptr;
     /* error feedback where it can work: a lossy codec, and for qsgd a variance bound below 1
      * (settings report error_feedback as having no effect otherwise) */
-    const bool ef_on = st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) &&
+    const bool ef_on = !shadow && st.settings.error_feedback && !(plan.codec->flags & CODEC_LOSSLESS) &&
                        (plan.codec->id != CodecId::qsgd || qsgd::variance_bound(plan.params.bits, plan.params.param) < 1);
     /* allreduce: n floats; reduce-scatter: the whole input (every block this rank sends) */
     const bool ef_coll = a.kind == Coll::allreduce || coll_is_reduce_scatter(a.kind);
@@ -255,12 +307,12 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     double root_norm = 0;
     switch (a.kind) {
         case Coll::allreduce: {
-            const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
+            const float *in = in_place ? user : static_cast<const float *>(a.sendbuf);
             const bool sparse = plan.codec->flags & CODEC_SPARSE;
             HierComms h;
             if (hierarchy(st, a.comm, &h)) { /* every rank of comm decides alike */
                 if (h.node_rank != 0) c.ef_res = nullptr, c.ef_new = nullptr;
-                s = coll_allreduce_hierarchical(c, a.sendbuf, out, n, h, sparse);
+                s = coll_allreduce_hierarchical(c, in_place && !shadow ? MPI_IN_PLACE : in, out, n, h, sparse);
                 if (h.node_rank != 0) residual = nullptr; /* only leaders carry residuals */
             } else {
                 s = sparse ? coll_allreduce_sparse(c, in, out, n) : coll_allreduce_dense(c, in, out, n, h.nodes);
@@ -268,8 +320,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             break;
         }
         case Coll::allgather: {
-            const float *in = a.sendbuf == MPI_IN_PLACE ? out + n * static_cast<size_t>(st.rank)
-                                                        : static_cast<const float *>(a.sendbuf);
+            const float *in = in_place ? user + n * static_cast<size_t>(st.rank) : static_cast<const float *>(a.sendbuf);
             s = coll_allgather_encoded(c, in, out, n);
             break;
         }
@@ -278,7 +329,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
         case Coll::reduce_scatter: {
             /* awp observes the norm of the whole reduced vector (agreed in the collective):
              * each rank holds a different block, but the decision must be the same */
-            const float *in = a.sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(a.sendbuf);
+            const float *in = in_place ? user : static_cast<const float *>(a.sendbuf);
             std::vector<size_t> counts(static_cast<size_t>(st.size));
             for (int j = 0; j < st.size; ++j) counts[j] = static_cast<size_t>(coll_block_count(a, j));
             s = coll_reduce_scatter(c, in, out, counts.data(), plan.awp ? &root_norm : nullptr);
@@ -287,13 +338,16 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             if (s == Status::unsupported) {
                 ++st.calls;
                 cs.passthrough++;
-                return exact();
+                return shadow ? MPI_SUCCESS : exact();
             }
             break;
         }
         default: s = Status::unsupported;
     }
     ++st.calls;
+    if (shadow) stats(a.kind).explore_bytes_wire += shadow_stats.bytes_wire;
+    /* exploring: the result is discarded whatever it was; failures that stop the job stop it */
+    if (shadow && (s == Status::ok || s == Status::nonfinite || s == Status::corrupt)) return MPI_SUCCESS;
 
     switch (s) {
         case Status::ok:

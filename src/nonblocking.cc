@@ -1,5 +1,7 @@
 #include "nonblocking.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +11,8 @@
 #include <mutex>
 #include <atomic>
 #include <thread>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -47,6 +51,19 @@ struct OwnedCounts {
     }
 };
 
+/* The class of an operation for the cost model's exact verdict (see "Measured, then
+ * direct" in docs/design.md): what every rank knows at issue time. Non-blocking calls: the
+ * entry point, the size class of the payload and the user communicator's settings epoch;
+ * a persistent request is its own class. */
+struct NbClass {
+    int entry = 0, cls = 0;
+    uint64_t epoch = 0;
+    uint64_t persist = 0; /* a persistent request's id (never reused), 0 for non-blocking calls */
+    bool operator<(const NbClass &o) const {
+        return std::tie(entry, cls, epoch, persist) < std::tie(o.entry, o.cls, o.epoch, o.persist);
+    }
+};
+
 /* One non-blocking operation. Shared by the progress thread and the generalized request
  * (whose free_fn may run before or after the thread is done with it). */
 struct NbOp {
@@ -58,28 +75,51 @@ struct NbOp {
     CommState *own = nullptr;       /* persistent: the request's own state (else the channel's) */
     std::shared_ptr<void> keep;     /* keeps `own` alive while the operation runs */
     OwnedCounts counts;             /* reduce_scatter: a.recvcounts points here */
+    uint64_t index = 0;             /* place in the channel's issue order (every rank alike) */
+    bool gated = false;             /* the cost model decides this operation */
+    NbClass cls;
+    std::chrono::steady_clock::time_point t_issue{};
+    bool woke = false;              /* the thread was idle when this operation was queued */
 };
 
-/* The progress channel of one user communicator: its private duplicate and a FIFO served by
- * one thread. Every rank issues the communicator's collectives in the same order (MPI's
+/* The progress channel of one user communicator: its private duplicates and a FIFO served
+ * by one thread. Every rank issues the communicator's collectives in the same order (MPI's
  * rule), the queue keeps that order and the thread runs one operation at a time, so every
- * rank runs the same sequence of exchanges on the duplicate. */
+ * rank runs the same sequence of exchanges on the duplicate `internal`. Classes the cost
+ * model found faster exact go, from an agreed issue index on, straight to PMPI_I* on the
+ * second duplicate `direct` (nothing else uses it; every rank issues its operations there in
+ * issue order: docs/design.md, "Measured, then direct"). */
 struct NbChannel {
-    MPI_Comm internal = MPI_COMM_NULL;
-    MPI_Request idup = MPI_REQUEST_NULL; /* MPI_Comm_idup: never blocks the issuing call */
+    MPI_Comm internal = MPI_COMM_NULL, direct = MPI_COMM_NULL;
+    MPI_Request idup[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}; /* MPI_Comm_idup: never blocks the issuing call */
     std::mutex mu;
     std::condition_variable cv;
     std::deque<std::shared_ptr<NbOp>> q;
     bool stop = false;
     bool joined = false;
+    bool idle = false;          /* the thread waits for work */
+    /* guarded by mu: operations issued so far, the classes that go direct and from which
+     * index, and whether an agreement on a new one is under way (then every gated operation
+     * is queued; the thread issues those that turn out direct, in index order) */
+    uint64_t issued = 0;
+    std::map<NbClass, uint64_t> direct_from;
+    bool agreeing = false;
+    /* the thread's own: operations it issued on `direct` for the application (queued while an
+     * agreement ran), polled until complete; recent hand-off latencies */
+    std::vector<std::pair<MPI_Request, std::shared_ptr<NbOp>>> inflight;
+    double wake_s[16] = {};
+    int n_wake = 0;
     std::thread th;
 };
 
 int g_provided = MPI_THREAD_SINGLE;
+thread_local bool t_progress = false;
 bool g_progress = true;
 std::mutex g_mu; /* guards g_keyval and g_channels */
 int g_keyval = MPI_KEYVAL_INVALID;
 std::vector<NbChannel *> g_channels;
+
+int passthrough_nb(const CollArgs &a, MPI_Request *req);
 
 void stop_channel(NbChannel *ch) {
     {
@@ -92,7 +132,11 @@ void stop_channel(NbChannel *ch) {
     ch->joined = true;
     int finalized = 0;
     PMPI_Finalized(&finalized);
-    if (!finalized && ch->internal != MPI_COMM_NULL) PMPI_Comm_free(&ch->internal);
+    if (finalized) return;
+    /* operations the application issued on `direct` may still be pending: MPI frees the
+     * communicator once they complete */
+    for (MPI_Comm *c : {&ch->internal, &ch->direct})
+        if (*c != MPI_COMM_NULL) PMPI_Comm_free(c);
 }
 
 /* The user communicator is freed: finish its queued operations (MPI: a communicator is
@@ -110,9 +154,28 @@ int channel_delete_cb(MPI_Comm, int, void *attr, void *) {
     return MPI_SUCCESS;
 }
 
-void run_op(NbChannel *ch, NbOp &op, NbRunFn run) {
+void complete(NbOp &op, int rc) {
+    op.rc = rc;
+    PMPI_Grequest_complete(op.greq);
+}
+
+/* The hand-off a compressed operation pays: the median of the recent wake-up latencies
+ * (queued while the thread was idle -> the thread running it). */
+double handoff_s(const NbChannel &ch) {
+    const int n = std::min(ch.n_wake, 16);
+    if (n == 0) return 0;
+    double v[16];
+    std::copy(ch.wake_s, ch.wake_s + n, v);
+    std::nth_element(v, v + n / 2, v + n);
+    return v[n / 2];
+}
+
+/* Runs op on the channel's thread; returns its MPI return code (the caller completes it). */
+int run_op(NbChannel *ch, NbOp &op, NbRunFn run) {
     ReentryGuard guard; /* our PMPI traffic is never compressed again */
     stats_set_entry(op.entry);
+    cost_trace() = CostTrace{};
+    cost_handoff_s() = handoff_s(*ch);
     int rc = MPI_SUCCESS;
     try {
         CommState *ist = op.own ? op.own : state_get(ch->internal);
@@ -120,12 +183,10 @@ void run_op(NbChannel *ch, NbOp &op, NbRunFn run) {
             rc = MPI_ERR_INTERN;
         } else {
             std::lock_guard<std::mutex> lk(ist->mu);
-            /* the settings of the user's communicator at issue time; the cost model decided
-             * at issue (nb_start), the algorithm never explores */
-            if (!op.own) {
-                ist->settings = op.settings;
-                ist->settings.cost_model = cost_model_kind::off;
-            }
+            /* the settings of the user's communicator at issue time (a persistent request
+             * keeps those of its init); the cost model, where they gate, explores and decides
+             * on this thread, in FIFO order: identically on every rank */
+            if (!op.own) ist->settings = op.settings;
             CollArgs b = op.a;
             b.comm = ch->internal;
             rc = run(b, *ist);
@@ -137,32 +198,128 @@ void run_op(NbChannel *ch, NbOp &op, NbRunFn run) {
         rc = MPI_ERR_INTERN;
     }
     stats_set_entry(Coll::count_);
-    op.rc = rc;
-    PMPI_Grequest_complete(op.greq);
+    return rc;
+}
+
+/* Queued operations of classes that go direct, from their index on: issued on `direct` in
+ * queue (= issue) order, completed by polling. Caller holds ch->mu. */
+void issue_direct_queued(NbChannel *ch) {
+    for (auto it = ch->q.begin(); it != ch->q.end();) {
+        NbOp &op = **it;
+        auto d = op.gated ? ch->direct_from.find(op.cls) : ch->direct_from.end();
+        if (d == ch->direct_from.end() || op.index < d->second) {
+            ++it;
+            continue;
+        }
+        ReentryGuard guard;
+        CollArgs b = op.a;
+        b.comm = ch->direct;
+        MPI_Request r = MPI_REQUEST_NULL;
+        const int rc = passthrough_nb(b, &r);
+        stats(op.entry).passthrough++;
+        stats(op.entry).reason[eligibility_reason("cost_model")]++;
+        if (rc != MPI_SUCCESS) complete(op, rc);
+        else ch->inflight.emplace_back(r, *it);
+        it = ch->q.erase(it);
+    }
+}
+
+/* Completes the operations issued on `direct` that MPI finished; true if any. */
+bool poll_inflight(NbChannel *ch) {
+    bool any = false;
+    ReentryGuard guard;
+    for (size_t i = 0; i < ch->inflight.size();) {
+        int flag = 0;
+        MPI_Status status;
+        const int rc = PMPI_Test(&ch->inflight[i].first, &flag, &status);
+        if (rc != MPI_SUCCESS || flag) {
+            complete(*ch->inflight[i].second, rc);
+            ch->inflight.erase(ch->inflight.begin() + static_cast<long>(i));
+            any = true;
+        } else {
+            ++i;
+        }
+    }
+    return any;
+}
+
+/* After an operation the cost model decided exact: from an index every rank agrees on, its
+ * class goes straight to PMPI_I* on `direct`. The decision is identical on every rank (the
+ * model's agreed times, FIFO order), so every rank's thread reaches this agreement after the
+ * same operation. Each rank offers the next index it will issue; the largest is one no rank
+ * has issued yet, except under this rank's `agreeing` flag, where gated operations are
+ * queued and, once the index is known, those that go direct are issued in index order. */
+void agree_direct(NbChannel *ch, const NbClass &cls) {
+    uint64_t mine, from = 0;
+    {
+        std::lock_guard<std::mutex> lk(ch->mu);
+        if (ch->direct_from.count(cls)) return;
+        ch->agreeing = true;
+        mine = ch->issued;
+    }
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = PMPI_Allreduce(&mine, &from, 1, MPI_UINT64_T, MPI_MAX, ch->internal);
+    }
+    std::lock_guard<std::mutex> lk(ch->mu);
+    ch->agreeing = false;
+    if (rc != MPI_SUCCESS) {
+        /* the ranks cannot be known to agree: the class stays on this thread (exact, as decided) */
+        log_warn("non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
+                 "progress thread", rc);
+        return;
+    }
+    ch->direct_from[cls] = from;
+    issue_direct_queued(ch);
 }
 
 void channel_loop(NbChannel *ch, NbRunFn run) {
+    t_progress = true;
     {
         ReentryGuard guard;
-        if (PMPI_Wait(&ch->idup, MPI_STATUS_IGNORE) != MPI_SUCCESS) ch->internal = MPI_COMM_NULL;
+        if (PMPI_Waitall(2, ch->idup, MPI_STATUSES_IGNORE) != MPI_SUCCESS) ch->internal = MPI_COMM_NULL;
         if (ch->internal != MPI_COMM_NULL) PMPI_Comm_set_errhandler(ch->internal, MPI_ERRORS_RETURN);
     }
     for (;;) {
         std::shared_ptr<NbOp> op;
         {
             std::unique_lock<std::mutex> lk(ch->mu);
-            ch->cv.wait(lk, [&] { return ch->stop || !ch->q.empty(); });
-            if (ch->q.empty()) return; /* stop, and drained */
-            op = ch->q.front();
+            for (;;) {
+                if (!ch->q.empty()) {
+                    op = ch->q.front();
+                    ch->q.pop_front();
+                    break;
+                }
+                if (ch->stop && ch->inflight.empty()) return; /* stop, and drained */
+                ch->idle = true;
+                if (ch->inflight.empty()) {
+                    ch->cv.wait(lk);
+                } else {
+                    lk.unlock();
+                    const bool any = poll_inflight(ch);
+                    lk.lock();
+                    if (!any && ch->q.empty()) ch->cv.wait_for(lk, std::chrono::microseconds(200));
+                }
+                ch->idle = false;
+            }
+        }
+        if (op->woke) {
+            ch->wake_s[ch->n_wake++ % 16] =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - op->t_issue).count();
         }
         if (ch->internal == MPI_COMM_NULL) {
-            op->rc = MPI_ERR_COMM;
-            PMPI_Grequest_complete(op->greq);
-        } else {
-            run_op(ch, *op, run);
+            complete(*op, MPI_ERR_COMM);
+            continue;
         }
-        std::lock_guard<std::mutex> lk(ch->mu);
-        ch->q.pop_front();
+        const int rc = run_op(ch, *op, run);
+        /* decided exact: agree from where on the class goes direct before the application
+         * can issue its next call after waiting for this one (so in issue-then-wait loops
+         * every later call goes direct) */
+        const CostTrace t = cost_trace();
+        if (op->gated && t.gated && t.d == CostDecision::plain) agree_direct(ch, op->cls);
+        complete(*op, rc);
+        if (!ch->inflight.empty()) poll_inflight(ch);
     }
 }
 
@@ -177,7 +334,9 @@ NbChannel *channel_get(MPI_Comm comm, NbRunFn run) {
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) == MPI_SUCCESS && flag) return static_cast<NbChannel *>(v);
     auto ch = std::make_unique<NbChannel>();
-    if (PMPI_Comm_idup(comm, &ch->internal, &ch->idup) != MPI_SUCCESS) return nullptr;
+    if (PMPI_Comm_idup(comm, &ch->internal, &ch->idup[0]) != MPI_SUCCESS ||
+        PMPI_Comm_idup(comm, &ch->direct, &ch->idup[1]) != MPI_SUCCESS)
+        return nullptr;
     if (PMPI_Comm_set_attr(comm, g_keyval, ch.get()) != MPI_SUCCESS) return nullptr;
     NbChannel *p = ch.release();
     p->th = std::thread(channel_loop, p, run);
@@ -223,14 +382,64 @@ int passthrough_nb(const CollArgs &a, MPI_Request *req) {
     }
 }
 
-/* Does the cost model say the exact collective is faster for this call's class and plan?
- * Only a finished decision counts (non-blocking calls never explore: their time overlaps
- * the caller's work and measures nothing useful); no decision yet: compress. */
+/* Issue op on channel ch: straight to PMPI_I* on ch->direct when its class goes direct from
+ * an index at or below op's, else queued for the progress thread under a generalized
+ * request. *request gets the user's handle (`comm`: the user's communicator, for errors). */
+int hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request) {
+    std::unique_lock<std::mutex> lk(ch->mu);
+    op->index = ch->issued++;
+    if (op->gated && !ch->agreeing) {
+        auto d = ch->direct_from.find(op->cls);
+        if (d != ch->direct_from.end() && op->index >= d->second) {
+            /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
+            CollArgs b = op->a;
+            b.comm = ch->direct;
+            int rc;
+            {
+                ReentryGuard guard;
+                rc = passthrough_nb(b, request);
+            }
+            lk.unlock();
+            static const int kReason = eligibility_reason("cost_model");
+            stats(op->entry).passthrough++;
+            stats(op->entry).reason[kReason]++;
+            return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
+        }
+    }
+    auto *extra = new std::shared_ptr<NbOp>(op);
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
+    }
+    if (rc != MPI_SUCCESS) {
+        --ch->issued; /* nothing was issued: the index is the next call's, as on the other ranks */
+        delete extra;
+        return raise_error(comm, rc);
+    }
+    *request = op->greq;
+    op->t_issue = std::chrono::steady_clock::now();
+    op->woke = ch->idle && ch->q.empty();
+    ch->q.push_back(op);
+    lk.unlock();
+    ch->cv.notify_one();
+    return MPI_SUCCESS;
+}
+
+/* Does the cost model decide for these settings? (settings.def: cost_model) */
+bool cost_gated(const Settings &s) {
+    return s.cost_model == cost_model_kind::on ||
+           (s.cost_model == cost_model_kind::auto_ && s.policy != policy_kind::static_);
+}
+
+/* Have the BLOCKING calls of this communicator already found the exact collective faster for
+ * this call's class and plan? Their table changes only inside blocking calls, which every rank
+ * makes in the same program order, so the answer is the same on every rank at issue time and
+ * the call goes to PMPI_I* on the user's communicator. Otherwise the non-blocking calls' own
+ * measurements decide (NbChannel). */
 bool cost_says_plain(CommState &st, const CollArgs &a) {
     const Settings &s = st.settings;
-    const bool gated = s.cost_model == cost_model_kind::on ||
-                       (s.cost_model == cost_model_kind::auto_ && s.policy != policy_kind::static_);
-    if (!gated || !st.cost) return false;
+    if (!cost_gated(s) || !st.cost) return false;
     const size_t n = static_cast<size_t>(coll_elements(a));
     Plan plan;
     if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) return false;
@@ -239,7 +448,7 @@ bool cost_says_plain(CommState &st, const CollArgs &a) {
                                      static_cast<int>(plan.codec->id), plan.params.bits});
     if (it == st.cost->entries.end()) return false;
     const CostEntry &e = it->second;
-    return cost_entry_decided(e) && !cost_entry_compresses(e, s.cost_margin);
+    return cost_entry_decided(e) && !cost_entry_verdict(e, s.cost_margin);
 }
 
 int reason_index(const char *name) {
@@ -276,10 +485,12 @@ struct PersistReq {
     NbChannel *ch = nullptr;
     std::unique_ptr<CommState> st; /* plan inputs, workspaces, awp and error feedback of this request */
     MPI_Request active = MPI_REQUEST_NULL;
+    uint64_t id = 0; /* its class for the cost model's direct path (NbClass::persist) */
 };
 std::mutex g_pmu;
 std::unordered_map<MPI_Request, std::shared_ptr<PersistReq>> g_persist;
 std::atomic<int> g_npersist{0};
+std::atomic<uint64_t> g_persist_ids{0};
 
 int start_one(MPI_Request *req) {
     std::shared_ptr<PersistReq> pr;
@@ -298,23 +509,9 @@ int start_one(MPI_Request *req) {
     op->entry = pr->entry;
     op->own = pr->st.get();
     op->keep = pr;
-    auto *extra = new std::shared_ptr<NbOp>(op);
-    int rc;
-    {
-        ReentryGuard guard;
-        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
-    }
-    if (rc != MPI_SUCCESS) {
-        delete extra;
-        return raise_error(pr->a.comm, rc);
-    }
-    pr->active = op->greq;
-    {
-        std::lock_guard<std::mutex> lk(pr->ch->mu);
-        pr->ch->q.push_back(op);
-    }
-    pr->ch->cv.notify_one();
-    return MPI_SUCCESS;
+    op->gated = cost_gated(pr->st->settings);
+    op->cls.persist = pr->id;
+    return hand_off(pr->ch, op, pr->a.comm, &pr->active);
 }
 #endif
 
@@ -379,13 +576,13 @@ int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *reque
                     pr->a = a;
                     pr->counts.take(pr->a, st->size);
                     pr->entry = entry;
+                    pr->id = ++g_persist_ids;
                     pr->st = std::make_unique<CommState>();
                     pr->st->rank = st->rank;
                     pr->st->size = st->size;
                     pr->st->inter = st->inter;
                     pr->st->fft = st->fft;
                     pr->st->settings = st->settings;
-                    pr->st->settings.cost_model = cost_model_kind::off;
                 }
             }
         }
@@ -460,9 +657,16 @@ int nb_request_free(MPI_Request *req) {
         }
     }
     if (pr && pr->active != MPI_REQUEST_NULL) PMPI_Request_free(&pr->active); /* the run still completes */
+    if (pr && pr->ch) { /* its class ends with it */
+        std::lock_guard<std::mutex> lk(pr->ch->mu);
+        for (auto it = pr->ch->direct_from.begin(); it != pr->ch->direct_from.end();)
+            it = it->first.persist == pr->id ? pr->ch->direct_from.erase(it) : std::next(it);
+    }
     return PMPI_Request_free(req);
 }
 #endif
+
+bool nb_on_progress_thread() { return t_progress; }
 
 int nb_init_level(int required) {
     const char *e = std::getenv("COMPMPI_NB_PROGRESS");
@@ -507,6 +711,10 @@ int nb_start(CollArgs a, Coll entry, MPI_Request *request, NbRunFn run) noexcept
                     op->counts.take(op->a, st->size);
                     op->entry = entry;
                     op->settings = st->settings;
+                    op->gated = cost_gated(st->settings);
+                    op->cls = NbClass{static_cast<int>(entry),
+                                      cost_size_class(static_cast<size_t>(coll_elements(a)) * sizeof(float)),
+                                      st->settings_epoch, 0};
                 }
             }
         }
@@ -523,23 +731,7 @@ int nb_start(CollArgs a, Coll entry, MPI_Request *request, NbRunFn run) noexcept
             cs.reason[reason]++;
             return passthrough_nb(a, request);
         }
-        auto *extra = new std::shared_ptr<NbOp>(op);
-        int rc;
-        {
-            ReentryGuard guard;
-            rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
-        }
-        if (rc != MPI_SUCCESS) {
-            delete extra;
-            return raise_error(a.comm, rc);
-        }
-        *request = op->greq;
-        {
-            std::lock_guard<std::mutex> lk(ch->mu);
-            ch->q.push_back(op);
-        }
-        ch->cv.notify_one();
-        return MPI_SUCCESS;
+        return hand_off(ch, op, a.comm, request);
     } catch (const std::exception &e) {
         log_error("internal error in %s: %s", coll_name(entry), e.what());
     } catch (...) {

@@ -29,6 +29,8 @@ int nb_init_level(int required);
 void nb_init_done(int provided);
 /* Before PMPI_Finalize: drain every progress thread, free internal communicators. */
 void nb_finalize();
+/* Whether the calling thread is a progress thread (statistics tell its exact runs apart). */
+bool nb_on_progress_thread();
 
 /* MPI_Iallreduce / MPI_Iallgather / MPI_Ibcast: `a` holds the arguments (a.kind is the
  * blocking collective), `entry` the non-blocking kind for statistics and settings. */

@@ -187,6 +187,7 @@ Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer
     st->attr_layer = attr;
     st->hint_layer = hints;
     st->settings = s;
+    ++st->settings_epoch;
     verdict_invalidate();
     return Status::ok;
 }
@@ -387,7 +388,7 @@ extern "C" __attribute__((visibility("default"))) int compmpi_test_state_sizes(M
         all[kSizeCost] = st->cost ? static_cast<long long>(st->cost->entries.size()) : 0;
         size_t ws = st->ws_send.capacity() + st->ws_recv.capacity() + st->ws_aux_blob.capacity() +
                     st->ws_pin_send.capacity() + st->ws_pin_recv.capacity() + st->ws_pin_aux_blob.capacity() +
-                    st->ef_scratch.capacity() * sizeof(float);
+                    st->ws_shadow.capacity() + st->ef_scratch.capacity() * sizeof(float);
         for (const Buffer &b : st->ws_f) ws += b.capacity();
         all[kSizeWorkspace] = static_cast<long long>(ws);
     }

@@ -34,6 +34,7 @@ class Buffer {
     using FreeFn = void (*)(void *p, int kind);
     uint8_t *get(size_t bytes);
     size_t capacity() const { return cap_; }
+    void release() { p_.reset(), cap_ = 0; }
     template <class T> T *as(size_t count) { return reinterpret_cast<T *>(get(count * sizeof(T))); }
     /* Memory from alloc(bytes, kind) / free(p, kind) instead of aligned_alloc (the CUDA
      * module's pinned host memory, which its backend DMAs directly); set before first use. */
@@ -106,6 +107,7 @@ struct CommState {
     SettingLayer hint_layer; /* MPI_Info hints */
     Settings settings{};     /* resolved: defaults < env < attr < hints */
     bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
+    uint64_t settings_epoch = 0; /* settings resolved so far (collective calls: alike on every rank) */
     int fft = 0;             /* fft_topk's transforms, probed on every rank (state_agree_fft):
                               * 1 the same bits, -1 different, 0 not probed (not eligible) */
     uint64_t calls = 0;      /* compressed calls so far (RNG streams, statistics) */
@@ -118,6 +120,9 @@ struct CommState {
     /* the same three in pinned host memory, swapped in for calls on device buffers (the CUDA
      * backend copies payloads straight between them and the GPU: src/interpose.cc) */
     Buffer ws_pin_send, ws_pin_recv, ws_pin_aux_blob;
+    /* the output of compressed runs while the cost model explores (host buffers; released
+     * once a call is decided): src/interpose.cc, run_on */
+    Buffer ws_shadow;
     std::unique_ptr<CostModel> cost;      /* measured times (src/costmodel.h), created on first use */
     /* hierarchy (created on first use, freed with the state) */
     int hier_known = 0;                    /* 0 = not yet split */

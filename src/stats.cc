@@ -52,6 +52,7 @@ void stats_reset() {
         s.compressed = s.passthrough = s.bytes_in = s.bytes_wire = s.bytes_uncompressed_wire = 0;
         s.ns_encode = s.ns_decode = s.ns_comm = s.fallback_nonfinite = s.fallback_error = s.sparse_twophase = 0;
         s.decode_overlapped = 0;
+        s.explore_bytes_wire = 0;
         for (auto &r : s.reason) r = 0;
     }
     cost_stats_reset();
@@ -68,15 +69,16 @@ void stats_note(const std::string &line) {
 }
 
 void stats_report(MPI_Comm world) {
-    constexpr int kFields = 12 + kMaxReasons;
+    constexpr int kFields = 13 + kMaxReasons;
     constexpr int nc = static_cast<int>(Coll::count_);
     uint64_t local[nc][kFields], sum[nc][kFields];
     for (int c = 0; c < nc; ++c) {
         const CollStats &s = g_stats[c];
         uint64_t v[] = {s.compressed, s.passthrough, s.bytes_in, s.bytes_wire, s.bytes_uncompressed_wire,
-                        s.ns_encode, s.ns_decode, s.ns_comm, s.fallback_nonfinite, s.fallback_error, s.sparse_twophase, s.decode_overlapped};
-        for (int f = 0; f < 12; ++f) local[c][f] = v[f];
-        for (int r = 0; r < kMaxReasons; ++r) local[c][12 + r] = s.reason[r];
+                        s.ns_encode, s.ns_decode, s.ns_comm, s.fallback_nonfinite, s.fallback_error, s.sparse_twophase, s.decode_overlapped,
+                        s.explore_bytes_wire};
+        for (int f = 0; f < 13; ++f) local[c][f] = v[f];
+        for (int r = 0; r < kMaxReasons; ++r) local[c][13 + r] = s.reason[r];
     }
     int rank = 0;
     PMPI_Comm_rank(world, &rank);
@@ -95,9 +97,12 @@ void stats_report(MPI_Comm world) {
                      (unsigned long long)v[11]);
         std::string reasons;
         for (int r = 0; r < kMaxReasons; ++r)
-            if (v[12 + r]) reasons += std::string(" ") + eligibility_reason_name(r) + "=" + std::to_string(v[12 + r]);
+            if (v[13 + r]) reasons += std::string(" ") + eligibility_reason_name(r) + "=" + std::to_string(v[13 + r]);
         if (!reasons.empty())
             std::fprintf(stderr, "compmpi-stats-passthrough: coll=%s%s\n", coll_name(static_cast<Coll>(c)), reasons.c_str());
+        if (v[12])
+            std::fprintf(stderr, "compmpi-stats-explore: coll=%s bytes_wire=%llu\n", coll_name(static_cast<Coll>(c)),
+                         (unsigned long long)v[12]);
     }
     if (rank == 0) {
         std::lock_guard<std::mutex> lk(g_notes_mu);

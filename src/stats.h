@@ -34,6 +34,9 @@ struct CollStats {
     std::atomic<uint64_t> fallback_nonfinite{0}, fallback_error{0};
     std::atomic<uint64_t> sparse_twophase{0}; /* sparse allreduces that took SparCML's two-phase path */
     std::atomic<uint64_t> decode_overlapped{0}; /* fft_topk allreduces decoded while their exchange ran */
+    /* bytes the cost model's measuring compressed runs handed to MPI (their results are
+     * discarded: the exact call that follows gives the result); not in bytes_wire */
+    std::atomic<uint64_t> explore_bytes_wire{0};
     std::atomic<uint64_t> reason[kMaxReasons]{};
 };
 

@@ -66,7 +66,7 @@ EXTRA_DIST += tests/fuzz/corpus tests/fuzz/campaign.sh
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
 	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
-MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel tests/mpi/t_cost_skew
+MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel tests/mpi/t_cost_skew tests/mpi/t_plain_explore
 check_PROGRAMS += $(MPITEST_PROGS)
 tests_mpi_t_plain_passthrough_SOURCES = tests/mpi/t_plain_passthrough.c tests/mpi/mpitest.h
 tests_mpi_t_plain_compressed_SOURCES = tests/mpi/t_plain_compressed.c tests/mpi/mpitest.h
@@ -76,6 +76,8 @@ tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
 tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
+tests_mpi_t_plain_explore_SOURCES = tests/mpi/t_plain_explore.c tests/mpi/mpitest.h
+tests_mpi_t_plain_explore_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state tests/mpi/t_plain_verdict \
 	tests/mpi/t_plain_gather_segments
 tests_mpi_t_plain_gather_segments_SOURCES = tests/mpi/t_plain_gather_segments.c tests/mpi/mpitest.h

@@ -6,11 +6,13 @@
  * waits; measured from a common start (a barrier before each explored call) they are the
  * collective's microseconds. In a training job one late rank (an evaluation pass, a
  * garbage collection) made a compressed sample look slow and the model kept compression
- * off for good (82.5% of a demo run's gradient bytes passed exactly). The testlist line
- * checks predicted_s for the 16 decided calls (< 0.1 s; 0.8 s with the waits); the program
- * checks that the decision stays fixed (all decided calls exact, bit-identical to MPI's own
- * PMPI_Allreduce, or all compressed) and prints which. Run with COMPMPI_COST_MODEL=on,
- * COMPMPI_STATS=1, policy static, bitpack 16. */
+ * off for good (82.5% of a demo run's gradient bytes passed exactly). What the program
+ * checks is behaviour, never time (a loaded CI machine makes any time bound flaky; issue 29):
+ * the exploring calls give MPI's exact result, bit for bit, although rank 1 is late, and the
+ * decision stays fixed (all decided calls exact or all compressed). The time the model
+ * predicts with and without the late rank (predicted_s of the 16 decided calls: ~1 ms with
+ * the barrier, 0.40-0.8 s without) is a benchmark: bench/model_error.sh --skew. Run with
+ * COMPMPI_COST_MODEL=on, COMPMPI_STATS=1, policy static, bitpack 16. */
 #include "mpitest.h"
 
 enum { kN = 4096, kExplore = 8, kCalls = 24, kLateUs = 50000 };
@@ -35,7 +37,9 @@ int main(int argc, char **argv) {
         if (rank == 1 && call < kExplore) late(kLateUs);
         MPI_Allreduce(in, out, kN, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         PMPI_Allreduce(in, ref, kN, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        if (call >= kExplore) exact += memcmp(out, ref, kN * sizeof(float)) == 0;
+        const int same = memcmp(out, ref, kN * sizeof(float)) == 0;
+        if (call < kExplore) MT_CHECK(same, "exploring call %d changed the result", call);
+        else exact += same;
     }
     if (rank == 0) printf("t_cost_skew: %d of %d decided calls exact\n", exact, kCalls - kExplore);
     MT_CHECK(exact == 0 || exact == kCalls - kExplore, "decision not fixed: %d of %d decided calls exact", exact,
