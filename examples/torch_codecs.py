@@ -19,7 +19,8 @@ Codec spec (same syntax as examples/run_codecs.sh):  NAME[:POLICY|:BITS][+VAR=VA
 
 Bytes on the wire per step (all ranks together):
     codec runs: bytes_wire of the library's `compmpi-stats:` lines (COMPMPI_STATS=1, printed by
-                rank 0 at MPI_Finalize, already summed over ranks), divided by the steps;
+                rank 0 at MPI_Finalize, already summed over ranks) and of its cost model's
+                measuring runs (`compmpi-stats-explore:`), divided by the steps;
     plain runs: computed from the allreduce sizes the trainer reports, for the bandwidth-optimal
                 reduce-scatter + allgather that MPI uses for large messages: every rank sends
                 2 (P-1)/P of each buffer, P ranks together 2 (P-1) x buffer bytes.
@@ -82,6 +83,8 @@ def safe(s):
 
 
 STATS_RE = re.compile(r"compmpi-stats:\s+coll=(\w+)\s+(.*)")
+# the cost model's measuring compressed runs (their results are discarded): real traffic too
+EXPLORE_RE = re.compile(r"compmpi-stats-explore:\s+coll=(\w+)\s+bytes_wire=(\d+)")
 
 
 def parse_stats(text):
@@ -99,6 +102,10 @@ def parse_stats(text):
             except ValueError:
                 pass
         out[m.group(1)] = fields
+    for line in text.splitlines():
+        m = EXPLORE_RE.search(line)
+        if m and m.group(1) in out:
+            out[m.group(1)]["explore_bytes_wire"] = float(m.group(2))
     return out
 
 
@@ -337,7 +344,8 @@ def main():
             exact = max(0.0, grad_payload - st.get("allreduce", {}).get("bytes_in", 0))
             r["exact_fraction"] = exact / grad_payload if grad_payload else None
             passthrough = 2 * (P - 1) / P * exact
-            r["wire_bytes_per_step"] = (sum(c.get("bytes_wire", 0) for c in st.values()) + passthrough) / steps
+            r["wire_bytes_per_step"] = (sum(c.get("bytes_wire", 0) + c.get("explore_bytes_wire", 0)
+                                            for c in st.values()) + passthrough) / steps
             r["unc_bytes_per_step"] = (sum(c.get("bytes_uncompressed_wire", 0) for c in st.values())
                                        + passthrough) / steps
             r["ratio"] = st.get("allreduce", {}).get("ratio")
