@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "codec.h"
-#include "policy.h"
-#include "settings.h"
+#include "runtime/policy.h"
+#include "base/settings.h"
 #include "simd.h"
 
 using namespace compmpi;

@@ -18,7 +18,7 @@
 #include <functional>
 #include <vector>
 
-#include "cuda/gpu_codec.cuh"
+#include "common/gpu_codec.cuh"
 #include "topk/select.h"
 #include "topk/topk.h"
 

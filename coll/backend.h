@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/buffer.h"
 #include "codec.h"
 
 namespace compmpi {
@@ -37,7 +38,18 @@ struct Backend {
     double (*l2norm)(void *ctx, const float *data, size_t n);
 };
 
-/* The host backend; ctx is the communicator's CommState. */
+/* The host backend's memory of one communicator: its fp32 scratch slots (Backend::scratch). */
+struct CpuBackendState {
+    static constexpr int kSlots = 4;
+    Buffer scratch[kSlots];
+    size_t capacity() const {
+        size_t c = 0;
+        for (const Buffer &b : scratch) c += b.capacity();
+        return c;
+    }
+};
+
+/* The host backend; ctx is a CpuBackendState (the communicator's, CollState::cpu). */
 const Backend &backend_cpu();
 
 }  // namespace compmpi

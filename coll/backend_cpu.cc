@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "backend.h"
-#include "log.h"
-#include "policy.h"
-#include "state.h"
+#include "base/log.h"
+#include "norm.h"
+#include "simd.h"
 
 namespace compmpi {
 namespace {
@@ -31,9 +31,9 @@ Status cpu_decode(void *, const uint8_t *blob, size_t avail, size_t n, float *da
 }
 
 float *cpu_scratch(void *ctx, int slot, size_t n) {
-    CommState *st = static_cast<CommState *>(ctx);
-    if (slot < 0 || slot >= static_cast<int>(sizeof st->ws_f / sizeof st->ws_f[0])) return nullptr;
-    return st->ws_f[slot].as<float>(n ? n : 1);
+    CpuBackendState *st = static_cast<CpuBackendState *>(ctx);
+    if (slot < 0 || slot >= CpuBackendState::kSlots) return nullptr;
+    return st->scratch[slot].as<float>(n ? n : 1);
 }
 
 void cpu_copy(void *, float *dst, const float *src, size_t n) {

@@ -15,19 +15,56 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
+#include "base/buffer.h"
+#include "base/settings.h"
+#include "base/stats.h"
 #include "codec.h"
-#include "state.h"
-#include "stats.h"
 
 namespace compmpi {
 
+/* Host blob workspaces of one call (what MPI sends and receives): plain host memory, or for
+ * calls on device buffers pinned host memory that the CUDA backend DMAs directly
+ * (src/runtime/device.h). Grow-only, reused across calls. */
+struct CollWorkspace {
+    Buffer send, recv, aux_blob;
+    size_t capacity() const { return send.capacity() + recv.capacity() + aux_blob.capacity(); }
+};
+
+/* The node structure of a communicator for the hierarchical allreduce, found once
+ * (coll_hierarchy, collective) and freed with the state. */
+struct HierState {
+    int known = 0; /* 0 = not yet split */
+    MPI_Comm node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+    int node_rank = 0, nodes = 1, max_per_node = 1;
+};
+
+/* What the compressed algorithms keep per communicator. The runtime's communicator state
+ * owns one (src/runtime/state.h); its communicators are freed with it. */
+struct CollState {
+    uint64_t calls = 0; /* compressed calls so far (RNG streams: every rank counts alike) */
+    CollWorkspace ws;   /* host blob workspaces */
+    CpuBackendState cpu; /* the host backend's scratch (backend_cpu's ctx) */
+    HierState hier;
+    /* private duplicates for point-to-point messages of compressed algorithms (halving-
+     * doubling), per communicator they serve (this one, its node leaders) */
+    std::vector<std::pair<MPI_Comm, MPI_Comm>> p2p;
+    CollState() = default;
+    CollState(const CollState &) = delete;
+    CollState &operator=(const CollState &) = delete;
+    ~CollState();
+};
+
 struct CollCtx {
     MPI_Comm comm;
-    CommState *st;
+    CollState *st;
+    const Settings *settings; /* the communicator's, resolved */
+    CollWorkspace *ws;        /* this call's blob workspaces */
     int rank, size;
     const CodecOps *codec;
     CodecParams params;
@@ -125,6 +162,14 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
 Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t *counts, double *result_norm);
 
 /* ---- helpers shared by the algorithms (coll/coll_util.cc) ---- */
+
+/* Does the hierarchical allreduce apply to comm (several nodes, one with several ranks)?
+ * Splits comm by node once (collective: every rank reaches it for the same call), with
+ * settings.node_size emulating nodes where set. h gets the split. */
+bool coll_hierarchy(CollState &st, const Settings &s, MPI_Comm comm, int rank, HierComms *h);
+
+/* Test-only (COMPMPI_FAULT=corrupt_blob): change the blob's header so a receiver must reject it. */
+void coll_corrupt_blob(uint8_t *blob, size_t cap);
 
 /* Elements [lo, lo+len) of chunk j when n elements are split over p ranks; chunks are
  * multiples of 16 elements (64 bytes) except the last. */

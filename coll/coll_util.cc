@@ -4,7 +4,7 @@
 #include <new>
 
 #include "coll.h"
-#include "fault.h"
+#include "base/fault.h"
 
 namespace compmpi {
 
@@ -75,7 +75,7 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
 
 uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
                     size_t *plen) {
-    /* test-only fault injection (src/fault.h): host blobs only */
+    /* test-only fault injection (src/base/fault.h): host blobs only */
     const bool host = COMPMPI_FAULT_ON() && c.be == &backend_cpu();
     if (host && fault_fire(FaultKind::encode_fail, FaultWhere::any)) {
         coll_write_flag(c, p, n, BLOB_ABANDON, out); /* what a failing encoder writes */
@@ -83,7 +83,7 @@ uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n,
         return BLOB_ABANDON;
     }
     const uint8_t flag = c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
-    if (host && flag == 0 && fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) fault_corrupt_blob(out, cap);
+    if (host && flag == 0 && fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) coll_corrupt_blob(out, cap);
     return flag;
 }
 
@@ -213,6 +213,21 @@ uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk) {
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
     return x;
+}
+
+void coll_corrupt_blob(uint8_t *blob, size_t cap) {
+    if (cap < kBlobHeaderBytes) return;
+    blob[16] ^= 0x01; /* the header's element count: a receiver expects another */
+}
+
+CollState::~CollState() {
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (finalized) return;
+    if (hier.leaders != MPI_COMM_NULL) PMPI_Comm_free(&hier.leaders);
+    if (hier.node != MPI_COMM_NULL) PMPI_Comm_free(&hier.node);
+    for (auto &pr : p2p)
+        if (pr.second != MPI_COMM_NULL) PMPI_Comm_free(&pr.second);
 }
 
 }  // namespace compmpi

@@ -3,19 +3,19 @@
 #include <cstring>
 #include <string>
 
-#include "log.h"
+#include "base/log.h"
 
 namespace compmpi {
 
 #define COMPMPI_CODEC(sym, id, name) extern const CodecOps codec_##sym##_ops;
-#include "codecs.def"
+#include "base/codecs.def"
 #undef COMPMPI_CODEC
 
 namespace {
 
 const CodecOps *const kCodecs[] = {
 #define COMPMPI_CODEC(sym, id, name) &codec_##sym##_ops,
-#include "codecs.def"
+#include "base/codecs.def"
 #undef COMPMPI_CODEC
 };
 

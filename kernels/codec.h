@@ -6,7 +6,7 @@
  *   off size field
  *   0   4    magic      'C','M','P','I'
  *   4   1    version    kBlobVersion
- *   5   1    codec      id from kernels/codecs.def
+ *   5   1    codec      id from src/base/codecs.def
  *   6   1    flags      BLOB_NONFINITE: the input held NaN/Inf; BLOB_ABANDON: the sender
  *                       hit a local error. Either way the payload is empty and every
  *                       rank falls back to the exact path for this call
@@ -26,15 +26,11 @@
 #include <cstdint>
 
 #include "simd.h"
-#include "status.h"
+#include "base/codec_ids.h"
+#include "base/status.h"
 
 namespace compmpi {
 
-enum class CodecId : uint8_t {
-#define COMPMPI_CODEC(sym, id, name) sym = id,
-#include "codecs.def"
-#undef COMPMPI_CODEC
-};
 
 inline constexpr uint32_t kBlobMagic = 0x49504D43u; /* "CMPI" */
 inline constexpr uint8_t kBlobVersion = 1;

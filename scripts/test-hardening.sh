@@ -121,7 +121,7 @@ part_clang() {
     # decoders share one FUZZ_SECONDS between them (ceil(FUZZ_SECONDS / codecs) each), so the
     # whole fuzz step still costs about 3 x FUZZ_SECONDS. FUZZ_CODECS picks a subset.
     local codecs ncodecs
-    codecs=${FUZZ_CODECS:-$(sed -n 's/^COMPMPI_CODEC([a-z0-9_]*, *[0-9]*, *"\([a-z0-9_]*\)")/\1/p' kernels/codecs.def)}
+    codecs=${FUZZ_CODECS:-$(sed -n 's/^COMPMPI_CODEC([a-z0-9_]*, *[0-9]*, *"\([a-z0-9_]*\)")/\1/p' src/base/codecs.def)}
     ncodecs=$(wc -w <<<"$codecs")
     for t in $(printf 'fuzz_decode:%s ' $codecs) fuzz_header fuzz_settings; do
         c=${t#fuzz_decode:}; [ "$c" = "$t" ] && c=

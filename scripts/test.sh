@@ -10,7 +10,7 @@ cd "${BUILD_DIR:-_build}"
 rc=0
 make -j"$(nproc)" check >check.out 2>&1 || rc=$?
 # automake's harness keeps each test's output in its .log: show them all
-for log in tests/unit/*.log tests/fuzz/*.log tests/mpi/run_tests.sh.log tests/check_docs.sh.log; do
+for log in tests/unit/*.log tests/fuzz/*.log tests/mpi/run_tests.sh.log tests/check_docs.sh.log tests/check_layers.sh.log; do
     [ -f "$log" ] || continue
     echo "==== ${log%.log}"
     grep -vE "^(hwloc x86 backend|May be reenabled|and reloading them)" "$log" | tail -n 60

@@ -8,7 +8,7 @@ doc="$top_srcdir/docs/configuration.md"
 gen=$("$top_builddir/tools/compmpi-info" --settings)
 have=$(sed -n '/<!-- BEGIN SETTINGS TABLE/,/<!-- END SETTINGS TABLE/p' "$doc" | sed '1d;$d')
 if [ "$gen" != "$have" ]; then
-    echo "docs/configuration.md is out of date with src/settings.def; regenerate the table with:"
+    echo "docs/configuration.md is out of date with src/base/settings.def; regenerate the table with:"
     echo "  tools/compmpi-info --settings"
     diff <(echo "$have") <(echo "$gen") || true
     exit 1

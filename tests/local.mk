@@ -111,11 +111,11 @@ tests_mpi_t_ef_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_threads_SOURCES = tests/mpi/t_threads.c tests/mpi/mpitest.h
 tests_mpi_t_threads_LDADD = $(COMPMPI_LA) -lm
 
-EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh
+EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh tests/check_layers.sh
 
 # make check: unit tests through automake's harness, then the MPI test list, then the
 # docs/settings consistency check.
-TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh
+TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh tests/check_layers.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
 	MPI_FAMILY=$(MPI_FAMILY) MPI_TEST_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY MPI_TEST_LIBNAME;
 EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py tests/mpi/tsan.supp tests/mpi/lsan.supp
@@ -130,7 +130,7 @@ MPITEST_PROGS += tests/mpi/t_unbiased
 tests_mpi_t_unbiased_SOURCES = tests/mpi/t_unbiased.c tests/mpi/mpitest.h
 tests_mpi_t_unbiased_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_unbiased_LDFLAGS = $(MPITEST_NOINSTALL)
-# theta schedule (src/schedule.h)
+# theta schedule (src/runtime/schedule.h)
 MPITEST_PROGS += tests/mpi/t_theta
 tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
 tests_mpi_t_theta_LDADD = $(COMPMPI_LA) -lm
@@ -151,7 +151,7 @@ tests/mpi/f_allreduce: $(srcdir)/tests/mpi/f_allreduce.f90
 	@$(MKDIR_P) tests/mpi
 	$(AM_V_GEN)$(MPIFC) $(MPIFC_FLAGS) -O2 -o $@ $(srcdir)/tests/mpi/f_allreduce.f90
 endif
-# non-blocking collectives (src/nonblocking.h)
+# non-blocking collectives (src/runtime/progress.h)
 MPITEST_PROGS += tests/mpi/t_nonblocking
 tests_mpi_t_nonblocking_SOURCES = tests/mpi/t_nonblocking.c tests/mpi/mpitest.h
 tests_mpi_t_nonblocking_LDADD = $(COMPMPI_LA) -lm
@@ -167,7 +167,7 @@ tests_mpi_t_fault_SOURCES = tests/mpi/t_fault.c tests/mpi/mpitest.h
 tests_mpi_t_fault_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_soak_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_fault_LDFLAGS = $(MPITEST_NOINSTALL)
-# state caps (src/state.h)
+# state caps (src/runtime/state.h)
 check_PROGRAMS += tests/unit/test_state
 TESTS_UNIT += tests/unit/test_state
 tests_unit_test_state_SOURCES = tests/unit/test_state.cc tests/unit/testutil.h

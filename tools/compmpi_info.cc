@@ -9,8 +9,8 @@
 #include <mpi.h>
 
 #include "codec.h"
-#include "mpi_family.h"
-#include "settings.h"
+#include "base/mpi_family.h"
+#include "base/settings.h"
 #include "simd.h"
 
 using namespace compmpi;

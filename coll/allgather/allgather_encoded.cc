@@ -18,10 +18,10 @@ namespace compmpi {
 Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n) {
     const int P = c.size;
     const size_t S = coll_blob_stride(*c.codec, n, c.params);
-    uint8_t *slots = c.st->ws_recv.get(S * P);
+    uint8_t *slots = c.ws->recv.get(S * P);
     if (!slots) return Status::no_memory;
     /* allgather_own=exact: what the caller gets back in its own block */
-    const bool exact = c.st->settings.allgather_own == enum_value(SettingId::allgather_own, "exact") && n;
+    const bool exact = c.settings->allgather_own == enum_value(SettingId::allgather_own, "exact") && n;
     float *own = out + n * static_cast<size_t>(c.rank);
     const float *keep = in;
     if (exact && in == own) { /* MPI_IN_PLACE: keep the input before its decoded copy lands there */

@@ -49,8 +49,8 @@
 #include <vector>
 
 #include "coll.h"
-#include "log.h"
-#include "settings.h"
+#include "base/log.h"
+#include "base/settings.h"
 
 namespace compmpi {
 
@@ -204,9 +204,9 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
 
     size_t smax = pl.fold;
     for (size_t b : pl.step) smax = std::max(smax, b);
-    uint8_t *sendb = c.st->ws_send.get(2 * smax);
+    uint8_t *sendb = c.ws->send.get(2 * smax);
     uint8_t *recvb = sendb ? sendb + smax : nullptr;
-    uint8_t *slots = c.st->ws_recv.get(pl.fin * static_cast<size_t>(Q));
+    uint8_t *slots = c.ws->recv.get(pl.fin * static_cast<size_t>(Q));
     float *acc = c.be->scratch(c.be_ctx, 0, n);
     float *d = c.ef_new ? c.be->scratch(c.be_ctx, 2, n) : nullptr;
     if (!sendb || !slots || !acc || (c.ef_new && !d)) return Status::no_memory;
@@ -378,7 +378,7 @@ AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving) {
 }
 
 bool allreduce_use_halving(const CollCtx &c, size_t n, int nodes) {
-    const int a = c.st->settings.allreduce_algorithm;
+    const int a = c.settings->allreduce_algorithm;
     if (a == enum_value(SettingId::allreduce_algorithm, "halving_doubling")) return true;
     if (a == enum_value(SettingId::allreduce_algorithm, "twophase")) return false;
     /* auto: on one node the two-phase algorithm (MPICH's shared-memory collectives,

@@ -26,7 +26,8 @@
 #include <cstring>
 
 #include "coll.h"
-#include "fault.h"
+#include "base/fault.h"
+#include "base/log.h"
 
 namespace compmpi {
 
@@ -74,6 +75,39 @@ Status clip_contribution(CollCtx &c, const float *src, size_t n, float *dst) {
 }
 
 }  // namespace
+
+bool coll_hierarchy(CollState &cs, const Settings &s, MPI_Comm comm, int rank, HierComms *h) {
+    HierState &st = cs.hier;
+    if (s.hierarchy == enum_value(SettingId::hierarchy, "off")) return false;
+    if (!st.known) {
+        st.known = 1;
+        int rc;
+        if (s.node_size > 0)
+            rc = PMPI_Comm_split(comm, static_cast<int>(rank / s.node_size), rank, &st.node);
+        else
+            rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &st.node);
+        int node_size = 1;
+        if (rc == MPI_SUCCESS) {
+            PMPI_Comm_rank(st.node, &st.node_rank);
+            PMPI_Comm_size(st.node, &node_size);
+            rc = PMPI_Comm_split(comm, st.node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &st.leaders);
+        }
+        int leader = st.node_rank == 0;
+        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&leader, &st.nodes, 1, MPI_INT, MPI_SUM, comm);
+        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&node_size, &st.max_per_node, 1, MPI_INT, MPI_MAX, comm);
+        if (rc != MPI_SUCCESS) {
+            log_warn("could not split the communicator by node; using the flat algorithm");
+            st.nodes = 1;
+        }
+    }
+    h->node = st.node;
+    h->leaders = st.leaders;
+    h->node_rank = st.node_rank;
+    h->nodes = st.nodes;
+    h->max_per_node = st.max_per_node;
+    return h->nodes > 1 && h->max_per_node > 1;
+}
+
 
 Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
                                    bool sparse) {

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "coll.h"
-#include "fault.h"
+#include "base/fault.h"
 #include "fft_topk/fft_topk.h"
 
 namespace compmpi {
@@ -77,7 +77,7 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
      * there and leaves that domain once (decode_sum); host data only. Its decision depends
      * on the received bytes and the (rank-agreed) settings: the same on every rank. */
     const CodecOps *dc = codec_by_id(static_cast<int>(info[0].codec));
-    const bool spectral = c.st->settings.fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
+    const bool spectral = c.settings->fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
     if (same && dc && dc->decode_sum && spectral) {
         std::vector<const uint8_t *> pay(P);
         std::vector<size_t> plen(P);
@@ -109,7 +109,7 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
  * piece). From agreed settings and the agreed stride only: every rank runs the same exchanges,
  * whatever its buffers (host or device) and whether it can decode while they run. */
 size_t exchange_piece(const CollCtx &c, size_t n, size_t stride) {
-    const uint64_t chunk = c.st->settings.chunk_bytes;
+    const uint64_t chunk = c.settings->chunk_bytes;
     if (c.codec->id != CodecId::fft_topk || !chunk || !n) return 0;
     const double input = static_cast<double>(n) * sizeof(float);
     size_t piece = static_cast<size_t>(std::ceil(static_cast<double>(stride) * std::min(1.0, chunk / input) / 64.0)) * 64;
@@ -133,7 +133,7 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, float 
                              size_t stride, size_t piece) {
     const int P = c.size, r = c.rank;
     const size_t np = (stride + piece - 1) / piece, set = piece * static_cast<size_t>(P);
-    uint8_t *sets = c.st->ws_send.get(set * np);
+    uint8_t *sets = c.ws->send.get(set * np);
     if (!sets) return Status::no_memory;
     std::vector<MPI_Request> req(np, MPI_REQUEST_NULL);
     size_t posted = 0, arrived = 0;
@@ -207,7 +207,7 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, float 
     for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + H, plen[j] = info[j].payload;
     s = receive(H + fft_topk::SumStream::prefix_bytes(n, info[0].param), true);
     if (s != Status::ok) return finish(s);
-    const bool spectral = c.st->settings.fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
+    const bool spectral = c.settings->fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
     fft_topk::SumStream ss;
     {
         ScopedTimer t(c.stats->ns_decode);
@@ -239,7 +239,7 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
     for (const Exchange &e : ex) stride = std::max<size_t>(stride, e.len);
     std::vector<size_t> lens(P), displs(P);
     for (int j = 0; j < P; ++j) lens[j] = ex[j].len, displs[j] = stride * static_cast<size_t>(j);
-    uint8_t *all = c.st->ws_recv.get(stride * P != 0 ? stride * P : 1);
+    uint8_t *all = c.ws->recv.get(stride * P != 0 ? stride * P : 1);
     if (!all) return Status::no_memory;
     if (const size_t piece = exchange_piece(c, n, stride))
         return path_allgather_pieces(c, mine, len, out, n, out_is_input, all, lens, displs, stride, piece);
@@ -266,7 +266,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
 
     /* phase 1: chunk j of s, packed, to rank j */
     const size_t cap = blob_max_bytes(sp, base, sp_p);
-    uint8_t *send = c.st->ws_send.get(cap * P);
+    uint8_t *send = c.ws->send.get(cap * P);
     std::vector<uint64_t> slen(P, 0), rlen(P, 0);
     if (!send) return Status::no_memory;
     {
@@ -295,7 +295,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
         rtotal += rlen[j];
         c.stats->bytes_wire += slen[j];
     }
-    uint8_t *recv = c.st->ws_recv.get(rtotal ? rtotal : 1);
+    uint8_t *recv = c.ws->recv.get(rtotal ? rtotal : 1);
     if (!recv) return Status::no_memory;
     {
         ScopedTimer t(c.stats->ns_comm);
@@ -333,7 +333,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
     }
     /* phase 2: the union chunk, packed (densifies gracefully), allgathered */
     const size_t cap2 = blob_max_bytes(sp, len_r, sp_p);
-    uint8_t *mine2 = c.st->ws_send.get(std::max(cap2, cap * P)); /* phase-1 send buffer is free now */
+    uint8_t *mine2 = c.ws->send.get(std::max(cap2, cap * P)); /* phase-1 send buffer is free now */
     size_t len2 = kBlobHeaderBytes;
     if (flags) coll_write_flag(c, sp_p, len_r, flags, mine2);
     else {
@@ -351,7 +351,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
     for (uint64_t l : l2) stride = std::max<size_t>(stride, l);
     std::vector<size_t> lens(P), displs(P);
     for (int j = 0; j < P; ++j) lens[j] = l2[j], displs[j] = stride * static_cast<size_t>(j);
-    uint8_t *all = c.st->ws_recv.get(stride * P != 0 ? stride * P : 1); /* phase-1 receive buffer is free now */
+    uint8_t *all = c.ws->recv.get(stride * P != 0 ? stride * P : 1); /* phase-1 receive buffer is free now */
     if (!all) return Status::no_memory;
     std::memcpy(all + displs[r], mine2, len2);
     CMPI_CHECK(mpi_allgather_inplace_bytes(c, all, stride));
@@ -379,7 +379,7 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
-    uint8_t *mine = c.st->ws_aux_blob.get(S);
+    uint8_t *mine = c.ws->aux_blob.get(S);
     if (!mine) return Status::no_memory;
     size_t len = 0;
     uint8_t flag;

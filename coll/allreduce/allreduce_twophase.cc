@@ -55,7 +55,7 @@
 #include <vector>
 
 #include "coll.h"
-#include "fault.h"
+#include "base/fault.h"
 
 namespace compmpi {
 
@@ -98,7 +98,7 @@ bool quantise_once(const CodecOps &codec) { return coll_quantise_once(codec); }
 /* Elements per segment of the pipelined allgather path, or 0 for one segment: a multiple of
  * 64 and of the codec's bucket (qsgd: norms per bucket), chunk_bytes long. */
 size_t gather_segment(const CollCtx &c, size_t n) {
-    const uint64_t bytes = c.st->settings.chunk_bytes;
+    const uint64_t bytes = c.settings->chunk_bytes;
     if (!bytes) return 0; /* not the backend: host and device ranks must run the same exchanges */
     size_t align = 64;
     if (c.codec->id == CodecId::qsgd || c.codec->id == CodecId::terngrad) { /* param: elements per bucket */
@@ -118,7 +118,7 @@ Status whole_scale(CollCtx &c, const float *src, size_t n, const CodecParams &p,
     if (c.be == &backend_cpu()) return c.codec->whole_scale(src, n, p, s);
     if (c.codec->id == CodecId::q8) {
         const size_t cap = blob_max_bytes(*c.codec, n, p);
-        uint8_t *blob = c.st->ws_aux_blob.get(cap);
+        uint8_t *blob = c.ws->aux_blob.get(cap);
         if (!blob) return Status::no_memory;
         size_t len = 0;
         const uint8_t f = c.be->encode(c.be_ctx, *c.codec, p, src, n, blob, cap, &len);
@@ -139,7 +139,7 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     CMPI_CHECK(coll_shared_scale(c, src, n));
     if (const size_t seg = gather_segment(c, n)) return allreduce_gather_pipelined(c, in, src, out, n, seg);
     const size_t S = coll_blob_stride(*c.codec, n, c.params);
-    uint8_t *all = c.st->ws_recv.get(S * static_cast<size_t>(P));
+    uint8_t *all = c.ws->recv.get(S * static_cast<size_t>(P));
     if (!all) return Status::no_memory;
     {
         ScopedTimer t(c.stats->ns_encode);
@@ -206,7 +206,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
     }
     const size_t S = coll_blob_stride(*c.codec, seg, c.params);
     if (S > INT_MAX) return Status::unsupported;
-    uint8_t *sets = c.st->ws_recv.get(2 * S * static_cast<size_t>(P));
+    uint8_t *sets = c.ws->recv.get(2 * S * static_cast<size_t>(P));
     if (!sets) return Status::no_memory;
     MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     auto lo_of = [&](size_t k) { return k * seg; };
@@ -320,7 +320,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     const bool own_encoded = coll_own_encoded(*c.codec); /* shared with the reduce-scatter */
 
     /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */
-    const uint64_t seg_bytes = c.st->settings.chunk_bytes;
+    const uint64_t seg_bytes = c.settings->chunk_bytes;
     size_t seg = seg_bytes ? std::max<size_t>(seg_bytes / sizeof(float), 16 * static_cast<size_t>(P)) : n;
     if (seg >= n) seg = n;
     const size_t nseg = n ? (n + seg - 1) / seg : 0;
@@ -331,8 +331,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     const size_t S = coll_blob_stride(*c.codec, base_max, c.params);
     const size_t S2 = coll_blob_stride(*codec2, base_max, p2);
     if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
-    uint8_t *sendbuf = c.st->ws_send.get(2 * S * P);
-    uint8_t *recvbuf = c.st->ws_recv.get(2 * (S + S2) * P);
+    uint8_t *sendbuf = c.ws->send.get(2 * S * P);
+    uint8_t *recvbuf = c.ws->recv.get(2 * (S + S2) * P);
     float *acc = c.be->scratch(c.be_ctx, 0, base_max);
     if (!sendbuf || !recvbuf || !acc) return Status::no_memory;
     /* phase-2 error of the owner's chunk, for error feedback when that chunk was encoded */

@@ -22,7 +22,7 @@ namespace compmpi {
 Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm) {
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
     const size_t F = S + (root_norm ? sizeof(double) : 0);
-    uint8_t *blob = c.st->ws_send.get(F);
+    uint8_t *blob = c.ws->send.get(F);
     if (!blob) return Status::no_memory;
     if (c.rank == root) {
         ScopedTimer t(c.stats->ns_encode);

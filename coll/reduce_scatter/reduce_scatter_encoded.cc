@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "coll.h"
-#include "fault.h"
+#include "base/fault.h"
 
 namespace compmpi {
 
@@ -146,7 +146,7 @@ Status finish(CollCtx &c, uint8_t flags, const float *acc, size_t len_r, float *
 /* Floats per sub-block of a pipelined segment, or 0 for one exchange: chunk_bytes of input
  * split in P, a multiple of 64 and of the codec's bucket (qsgd, terngrad), below the block. */
 size_t segment_floats(const CollCtx &c, size_t block) {
-    const uint64_t bytes = c.st->settings.chunk_bytes;
+    const uint64_t bytes = c.settings->chunk_bytes;
     if (!bytes) return 0; /* not the backend: host and device ranks must run the same exchanges */
     size_t align = 64;
     if (c.codec->id == CodecId::qsgd || c.codec->id == CodecId::terngrad) {
@@ -165,7 +165,7 @@ Status pipelined(CollCtx &c, const float *x, float *acc, size_t b, size_t seg, b
     const size_t nseg = (b + seg - 1) / seg;
     const size_t S = coll_blob_stride(*c.codec, seg, c.params);
     if (S * static_cast<size_t>(P) > INT_MAX) return Status::unsupported; /* decided alike on every rank */
-    uint8_t *sendbuf = c.st->ws_send.get(2 * S * P), *recvbuf = c.st->ws_recv.get(2 * S * P);
+    uint8_t *sendbuf = c.ws->send.get(2 * S * P), *recvbuf = c.ws->recv.get(2 * S * P);
     if (!sendbuf || !recvbuf) return Status::no_memory;
     MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     /* segment k: floats [lo, lo + len) of every block, stride Sk (from len only: alike) */
@@ -264,8 +264,8 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
         CMPI_CHECK(pipelined(c, x, acc, len_r, seg, own_encoded, &flags));
         return finish(c, flags, acc, len_r, out, result_norm);
     }
-    uint8_t *send = c.st->ws_send.get(std::max<size_t>(send_total, 64));
-    uint8_t *recv = c.st->ws_recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
+    uint8_t *send = c.ws->send.get(std::max<size_t>(send_total, 64));
+    uint8_t *recv = c.ws->recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
     float *acc = c.be->scratch(c.be_ctx, 0, std::max<size_t>(len_r, 1));
     if (!send || !recv || !acc) return Status::no_memory;
     {

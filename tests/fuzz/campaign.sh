@@ -14,7 +14,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd); work=$2; shift 2
 runs=10000000 seconds=800 jobs=2 seeds=0 maxseeds=50
-codecs=$(sed -n 's/^COMPMPI_CODEC([a-z0-9_]*, *[0-9]*, *"\([a-z0-9_]*\)")/\1/p' "$top/kernels/codecs.def" | tr '\n' ' ')
+codecs=$(sed -n 's/^COMPMPI_CODEC([a-z0-9_]*, *[0-9]*, *"\([a-z0-9_]*\)")/\1/p' "$top/src/base/codecs.def" | tr '\n' ' ')
 while [ $# -gt 0 ]; do
     case $1 in
     --runs) runs=$2; shift ;;
@@ -82,7 +82,7 @@ for c in $codecs; do
         [ "$k" -lt "$maxseeds" ] || break
         b=$(basename "$f")
         [ -e "$top/tests/fuzz/corpus/fuzz_decode/$c/$b" ] && continue
-        python3 - "$f" "$top/tests/fuzz/corpus/fuzz_decode/$c/found-${b:0:12}" "$(sed -n "s/^COMPMPI_CODEC([a-z0-9_]*, *\([0-9]*\), *\"$c\")/\1/p" "$top/kernels/codecs.def")" <<'EOF'
+        python3 - "$f" "$top/tests/fuzz/corpus/fuzz_decode/$c/found-${b:0:12}" "$(sed -n "s/^COMPMPI_CODEC([a-z0-9_]*, *\([0-9]*\), *\"$c\")/\1/p" "$top/src/base/codecs.def")" <<'EOF'
 import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
 if len(b) > 10: b[10] = int(sys.argv[3])  # 5-byte prefix + header byte 5: the codec id

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "codec.h"
-#include "policy.h"
-#include "settings.h"
+#include "runtime/policy.h"
+#include "base/settings.h"
 
 using namespace compmpi;
 

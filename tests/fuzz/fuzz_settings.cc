@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "fuzz_target.h"
-#include "settings.h"
+#include "runtime/settings_rules.h"
 
 using namespace compmpi;
 

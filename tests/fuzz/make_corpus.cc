@@ -14,8 +14,8 @@
 
 #include "codec.h"
 #include "fuzz_target.h"
-#include "policy.h"
-#include "settings.h"
+#include "runtime/policy.h"
+#include "base/settings.h"
 
 using namespace compmpi;
 

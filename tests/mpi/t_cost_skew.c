@@ -1,6 +1,6 @@
 /* The cost model's samples are the collective's own time, not the time a rank waited for a
  * late peer. Rank 1 arrives 50 ms late (busy waiting) at each of the calls the model
- * explores (the first 8 of the class: exact and compressed alternately, src/costmodel.cc).
+ * explores (the first 8 of the class: exact and compressed alternately, src/runtime/costmodel.cc).
  * If those waits counted, every sample -- and so the time the model predicts for the
  * decided calls, COMPMPI_STATS' predicted_s -- would hold 50 ms per call on rank 0, which
  * waits; measured from a common start (a barrier before each explored call) they are the

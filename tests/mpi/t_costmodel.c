@@ -1,4 +1,4 @@
-/* The cost model (src/costmodel.h) under real timings: every rank takes the same path on
+/* The cost model (src/runtime/costmodel.h) under real timings: every rank takes the same path on
  * every call, whatever its local timing (ranks sleep for random times before calls), results
  * are bit-identical on all ranks (bcast: the root keeps its input, receivers identical), the
  * calls that explore (the first kExplore of a class) give MPI's exact result, and once a
@@ -12,7 +12,7 @@
 
 #include "mpitest.h"
 
-/* kExplore: the model's exploration calls per class (src/costmodel.h: 2 x (kCostWarmup + kCostSamples)) */
+/* kExplore: the model's exploration calls per class (src/runtime/costmodel.h: 2 x (kCostWarmup + kCostSamples)) */
 enum { kIters = 18, kExplore = 8, kSizes = 3 };
 
 int main(int argc, char **argv) {

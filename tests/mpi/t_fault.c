@@ -1,4 +1,4 @@
-/* Fault injection (test-only switch COMPMPI_FAULT, src/fault.h): one rank's encoder fails,
+/* Fault injection (test-only switch COMPMPI_FAULT, src/base/fault.h): one rank's encoder fails,
  * one blob is corrupted after encoding, or one PMPI call inside a compressed algorithm
  * returns an error. The testlist names the fault; this program checks that every rank
  * reaches the same outcome and nothing hangs:

@@ -1,4 +1,4 @@
-/* Non-blocking collectives (linked -lcompmpi; src/nonblocking.h):
+/* Non-blocking collectives (linked -lcompmpi; src/runtime/progress.h):
  *   - MPI_Iallreduce/Iallgather/Ibcast give the same bits as the blocking compressed call
  *     with the same settings (static policy, 16 bits: the same algorithm), on every rank,
  *     within the bitpack bound of the rank-order fp32 sum; inputs (the bcast root's buffer

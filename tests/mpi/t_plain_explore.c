@@ -4,7 +4,7 @@
  * allgather and reduce_scatter_block, in place and not -- on two size classes, and checks:
  *   - every rank holds the same bits after every call; a bcast root's buffer is untouched;
  *   - the calls that explore (the first kExplore of each class: 4 timed exact calls and 4
- *     timed compressed runs on a shadow output, src/costmodel.h) return MPI's exact result,
+ *     timed compressed runs on a shadow output, src/runtime/costmodel.h) return MPI's exact result,
  *     bit for bit (before issue 29 the compressed ones returned awp's 8-bit values: MPICH's
  *     float bcast tests and OSU's validation failed under the default preload);
  *   - --all-exact (COMPMPI_FAULT=cost_plain: the model decides exact whatever it measured):

@@ -295,7 +295,7 @@ static void test_passthrough(void) {
     free(xd), free(yd), free(zd), free(xi), free(yi), free(zi), free(x), free(y), free(z), free(counts);
 }
 
-/* 16-bit floats (src/mpi_family.h): MPICH's MPIX_C_FLOAT16 moves but cannot be summed (MPICH
+/* 16-bit floats (src/base/mpi_family.h): MPICH's MPIX_C_FLOAT16 moves but cannot be summed (MPICH
  * 4.0.2 aborts), so only bcast and allgather are called: MPI's bits, passed through. */
 #ifdef MPIX_C_FLOAT16
 /* IEEE binary16 bits of f (truncating; normal range, else signed zero or infinity): the test

@@ -1,4 +1,4 @@
-/* The memo of exact verdicts (src/verdict.h) never outlives what it was derived from: the
+/* The memo of exact verdicts (src/runtime/verdict.h) never outlives what it was derived from: the
  * same call signature, repeated, follows every change of the communicator's settings at
  * once -- a hint that lowers min_bytes makes the next identical call compressed, codec none
  * makes it exact again, a freed communicator's handle reused by a new one starts from the

@@ -15,7 +15,7 @@
  * Checks: every 16th call every rank holds the same bits (bcast: the root's buffer
  * untouched) and, for dense codecs, the result is within the codec's bound of the exact
  * sum; inputs are never written; after every call on A, B, C the test-only introspection
- * compmpi_test_state_sizes (src/state.h) shows each table within its cap, and the largest
+ * compmpi_test_state_sizes (src/runtime/state.h) shows each table within its cap, and the largest
  * size seen equals the cap (the cap was reached and held); the number of live communicator
  * states never exceeds the communicators alive and is back to 1 (MPI_COMM_WORLD) after the
  * last free; VmRSS grows by at most rss_slack MiB from the middle checkpoint to the end
@@ -26,7 +26,7 @@
  * COMPMPI_COST_MODEL=off (run_tests.sh sets it), so every eligible call really compresses. */
 #include "mpitest.h"
 
-/* test-only introspection (src/state.h, StateSize) */
+/* test-only introspection (src/runtime/state.h, StateSize) */
 int compmpi_test_state_sizes(MPI_Comm comm, long long *v, int nv);
 enum { S_AWP, S_EF, S_EF_BYTES, S_SCHED, S_COST, S_WS, S_LIVE, S_N };
 #define CAP_TRACKED 4096      /* kMaxTrackedBuffers */

@@ -1,15 +1,15 @@
-/* The cost model's decisions (src/costmodel.h), driven with agreed times directly. */
+/* The cost model's decisions (src/runtime/costmodel.h), driven with agreed times directly. */
 #include <initializer_list>
 
-#include "costmodel.h"
-#include "state.h"
+#include "runtime/costmodel.h"
+#include "runtime/state.h"
 #include "testutil.h"
 
 using namespace compmpi;
 
 namespace {
 
-constexpr int kBitpack = 1, kQ8 = 4; /* kernels/codecs.def */
+constexpr int kBitpack = 1, kQ8 = 4; /* src/base/codecs.def */
 
 /* Explore in the order plain, compressed, plain, compressed, ... (the first two of each side
  * warm-ups, not used); then decide: compress only if the slowest compressed sample beat the

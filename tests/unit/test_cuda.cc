@@ -26,8 +26,8 @@
 #include "bitpack/bitpack.h"
 #include "q8/q8.h"
 #include "codec.h"
-#include "cuda_loader.h"
-#include "policy.h"
+#include "runtime/cuda_loader.h"
+#include "runtime/policy.h"
 #include "testutil.h"
 
 using namespace compmpi;

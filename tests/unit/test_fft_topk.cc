@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fft_topk/fft_topk.h"
-#include "policy.h"
+#include "runtime/policy.h"
 #include "rangefloat/rangefloat.h"
 #include "topk/select.h"
 #include "topk/topk.h"

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "policy.h"
+#include "runtime/policy.h"
 #include "testutil.h"
 
 using namespace compmpi;
@@ -12,7 +12,7 @@ using namespace compmpi;
 namespace {
 
 /* ---- Algorithm 1 (Zhuang, Malossi, Casas), transcribed for one layer, independently of
- * src/policy.cc. The paper's lines:
+ * src/runtime/policy.cc. The paper's lines:
  *    6: delta := (|W_batch| - |W_batch-1|) / |W_batch-1|
  *    7: if delta < T then IntervalCounter += 1
  *   10: if IntervalCounter == INTERVAL then BitsPerLayer += N; IntervalCounter := 0

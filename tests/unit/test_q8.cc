@@ -10,13 +10,13 @@
 #include <string>
 
 #include "q8/q8.h"
-#include "settings.h"
+#include "base/settings.h"
 #include "testutil.h"
 
 using namespace compmpi;
 using testutil::gradient_data;
 
-/* the header variant is the q8_type setting's index (src/policy.cc passes it through) */
+/* the header variant is the q8_type setting's index (src/runtime/policy.cc passes it through) */
 static_assert(enum_value(SettingId::q8_type, "dynamic_tree") == q8::kDynamicTree);
 static_assert(enum_value(SettingId::q8_type, "linear") == q8::kLinear);
 static_assert(enum_value(SettingId::q8_type, "static_tree") == q8::kStaticTree);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "policy.h"
+#include "runtime/policy.h"
 #include "rangefloat/rangefloat.h"
 #include "testutil.h"
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "settings.h"
+#include "runtime/settings_rules.h"
 #include "testutil.h"
 
 using namespace compmpi;

@@ -5,8 +5,8 @@
  * CPU's XINUSE bits, not from timings. GCC 12 without -fno-ipa-ra fails this test: it jumps
  * from bitpack's AVX loops to the scalar tail without VZEROUPPER. */
 #include "codec.h"
-#include "policy.h"
-#include "settings.h"
+#include "runtime/policy.h"
+#include "base/settings.h"
 #include "testutil.h"
 
 using namespace compmpi;

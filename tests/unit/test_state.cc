@@ -1,7 +1,7 @@
-/* Per-communicator state caps (src/state.h, docs/design.md "Memory caps and failures"): the
+/* Per-communicator state caps (src/runtime/state.h, docs/design.md "Memory caps and failures"): the
  * error-feedback table restarts at kMaxTrackedBuffers residuals and before the residual that
  * would take it past the byte cap; residual memory is exactly the residuals' sizes. */
-#include "state.h"
+#include "runtime/state.h"
 #include "testutil.h"
 
 using namespace compmpi;

@@ -6,9 +6,9 @@
 #include <memory>
 #include <numeric>
 
-#include "policy.h"
-#include "schedule.h"
-#include "state.h"
+#include "runtime/policy.h"
+#include "runtime/schedule.h"
+#include "runtime/state.h"
 #include "topk/select.h"
 #include "topk/topk.h"
 #include "testutil.h"

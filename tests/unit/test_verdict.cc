@@ -1,7 +1,7 @@
-/* The memo of exact verdicts (src/verdict.h): a verdict is returned only for the same
+/* The memo of exact verdicts (src/runtime/verdict.h): a verdict is returned only for the same
  * signature and the current generation; one stored under a generation read before a change
  * is stale, never wrong; calls that may not be memoised get no key. */
-#include "verdict.h"  /* before testutil.h: cmocka's fail() macro meets <ios> */
+#include "runtime/verdict.h"  /* before testutil.h: cmocka's fail() macro meets <ios> */
 #include "testutil.h"
 
 using namespace compmpi;

@@ -8,8 +8,8 @@
  * (encode), or the reverse (decode), when both pointers are 16-byte aligned; otherwise, and
  * for the last partial group, element by element. */
 #include "bitpack/bitpack.h"
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 
 namespace compmpi::cuda {
 namespace {

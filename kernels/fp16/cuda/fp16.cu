@@ -15,8 +15,8 @@
  *   nearest even on the top half); decode = b << 16 [+ acc]. */
 #include <cuda_fp16.h>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 #include "fp16/fp16.h"
 
 namespace compmpi::cuda {

@@ -1,8 +1,8 @@
 /* none on the GPU: the payload is the fp32 data verbatim. The backend moves it with plain
  * copies (raw_fp32); the functions here serve decode-and-add and the host model. NaN/Inf
  * travel exactly, as on the CPU: encode never reports nonfinite. */
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 
 namespace compmpi::cuda {
 namespace {

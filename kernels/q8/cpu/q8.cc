@@ -39,7 +39,7 @@
 #include <cstring>
 #include <vector>
 
-#include "log.h"
+#include "base/log.h"
 
 namespace compmpi::q8 {
 namespace {

@@ -20,8 +20,8 @@
  *   validated on the host first), 4 codes per thread [+ acc]. */
 #include <mutex>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 #include "q8/q8.h"
 
 namespace compmpi::cuda {

@@ -13,9 +13,9 @@
  * per element: field * (N / s) [+ acc]. */
 #include <vector>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
-#include "cuda/stoch.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
+#include "common/stoch.cuh"
 #include "qsgd/qsgd.h"
 
 namespace compmpi::cuda {

@@ -25,8 +25,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 #include "rangefloat/rangefloat.h"
 
 namespace compmpi::cuda {

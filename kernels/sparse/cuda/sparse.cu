@@ -16,8 +16,8 @@
 #include <cub/device/device_scan.cuh>
 #include <vector>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 
 namespace compmpi::cuda {
 namespace {

@@ -22,9 +22,9 @@
  * decoder's checks), then one item per element: field * s (base3: digit * s) [+ acc]. */
 #include <vector>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
-#include "cuda/stoch.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
+#include "common/stoch.cuh"
 #include "terngrad/terngrad.h"
 
 namespace compmpi::cuda {

@@ -34,8 +34,8 @@
 #include <cub/device/device_scan.cuh>
 #include <vector>
 
-#include "cuda/cuda_util.cuh"
-#include "cuda/gpu_codec.cuh"
+#include "common/cuda_util.cuh"
+#include "common/gpu_codec.cuh"
 #include "topk/select.h"
 #include "topk/topk.h"
 

@@ -1,0 +1,164 @@
+/* Test-only fault injection (src/base/fault.h). */
+#include "base/fault.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "base/log.h"
+
+namespace compmpi {
+
+std::atomic<int> g_fault_armed{0};
+
+namespace {
+
+struct Spec {
+    FaultKind kind = FaultKind::none;
+    int rank = -1;
+    uint64_t call = 0;
+    FaultWhere where = FaultWhere::any;
+};
+Spec g_spec;
+std::mutex g_mu;
+std::atomic<uint64_t> g_calls{0}; /* compressed collectives begun on this rank */
+thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
+int g_world_rank = -2;            /* -2: not known yet */
+bool g_fired = false;
+
+constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob", "mpi_error",    "fft_differ",
+                                  "stage_mpi", "fft_adopt",   "cost_plain",   "cost_compress"};
+constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
+                                   "ialltoall", "iallgather", "wait"};
+
+bool parse(const char *text, Spec *s, std::string *err) {
+    std::string v(text);
+    size_t pos = 0;
+    bool first = true, have_rank = false, have_call = false;
+    while (pos <= v.size()) {
+        size_t end = v.find(':', pos);
+        if (end == std::string::npos) end = v.size();
+        const std::string tok = v.substr(pos, end - pos);
+        pos = end + 1;
+        if (first) {
+            first = false;
+            for (int k = 1; k < static_cast<int>(sizeof kKinds / sizeof *kKinds); ++k)
+                if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
+            if (s->kind == FaultKind::none) {
+                *err = "unknown fault '" + tok +
+                       "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt, cost_plain, "
+                       "cost_compress)";
+                return false;
+            }
+            continue;
+        }
+        const size_t eq = tok.find('=');
+        const std::string key = tok.substr(0, eq), val = eq == std::string::npos ? "" : tok.substr(eq + 1);
+        char *e = nullptr;
+        if (key == "rank") {
+            long r = std::strtol(val.c_str(), &e, 10);
+            if (val.empty() || *e || r < 0) return *err = "rank= needs a rank >= 0", false;
+            s->rank = static_cast<int>(r);
+            have_rank = true;
+        } else if (key == "call") {
+            unsigned long long c = std::strtoull(val.c_str(), &e, 10);
+            if (val.empty() || *e || c < 1) return *err = "call= needs a call number >= 1", false;
+            s->call = c;
+            have_call = true;
+        } else if (key == "where") {
+            bool ok = false;
+            for (int w = 0; w < 9; ++w)
+                if (val == kWheres[w]) s->where = static_cast<FaultWhere>(w), ok = true;
+            if (!ok) return *err = "unknown where='" + val + "'", false;
+            if (s->kind != FaultKind::mpi_error) return *err = "where= applies to mpi_error only", false;
+        } else {
+            return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
+        }
+    }
+    if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt)
+        have_call = true, s->call = 0; /* the first probe / MPI_Init */
+    if (s->kind == FaultKind::stage_mpi || s->kind == FaultKind::cost_plain ||
+        s->kind == FaultKind::cost_compress) { /* a mode of every rank and call, not an event */
+        if (have_rank || have_call) return *err = std::string(kKinds[static_cast<int>(s->kind)]) + " takes no rank= or call=", false;
+        have_rank = have_call = true;
+    }
+    if (!have_rank || !have_call) return *err = "rank= and call= are required", false;
+    return true;
+}
+
+/* Read COMPMPI_FAULT when the library loads: the hooks then cost one branch on a global. */
+struct Init {
+    Init() {
+        const char *v = std::getenv("COMPMPI_FAULT");
+        if (!v || !*v || std::strcmp(v, "none") == 0) return;
+        std::string err;
+        if (!parse(v, &g_spec, &err)) {
+            std::fprintf(stderr, "libcompmpi error: COMPMPI_FAULT=%s (test-only fault injection): %s\n", v,
+                         err.c_str());
+            std::fflush(stderr);
+            std::_Exit(2);
+        }
+        g_fault_armed.store(1, std::memory_order_relaxed);
+    }
+} g_init;
+
+int world_rank() {
+    if (g_world_rank == -2) {
+        int init = 0, fin = 0;
+        PMPI_Initialized(&init);
+        PMPI_Finalized(&fin);
+        if (!init || fin) return -1;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
+    }
+    return g_world_rank;
+}
+
+}  // namespace
+
+void fault_call_begin(const char *coll) {
+    g_calls.fetch_add(1, std::memory_order_relaxed);
+    t_coll = coll;
+}
+
+bool fault_fire(FaultKind kind, FaultWhere where) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_fired || kind != g_spec.kind) return false;
+    if (g_spec.where != FaultWhere::any && where != g_spec.where) return false;
+    const uint64_t call = g_calls.load(std::memory_order_relaxed);
+    if (call < g_spec.call || world_rank() != g_spec.rank) return false;
+    g_fired = true;
+    g_fault_armed.store(0, std::memory_order_relaxed);
+    if (kind == FaultKind::fft_differ) {
+        log_warn("COMPMPI_FAULT (test-only): injected fft_differ: this rank's fft_topk probe hash is changed");
+        return true;
+    }
+    if (kind == FaultKind::fft_adopt) {
+        log_warn("COMPMPI_FAULT (test-only): injected fft_adopt: this rank does not adopt rank 0's FFTW wisdom");
+        return true;
+    }
+    log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",
+             kKinds[static_cast<int>(kind)], kind == FaultKind::mpi_error ? " in PMPI " : "",
+             kind == FaultKind::mpi_error ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call),
+             t_coll);
+    return true;
+}
+
+int fault_mpi_rc(FaultWhere where, int rc) {
+    if (rc != MPI_SUCCESS || !fault_fire(FaultKind::mpi_error, where)) return rc;
+    return MPI_ERR_OTHER;
+}
+
+bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
+
+int fault_cost_force() {
+    return g_spec.kind == FaultKind::cost_plain ? -1 : g_spec.kind == FaultKind::cost_compress ? 1 : 0;
+}
+
+int fault_state() { return g_spec.kind == FaultKind::none ? -1 : g_fired ? 1 : 0; }
+
+}  // namespace compmpi

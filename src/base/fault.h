@@ -1,0 +1,70 @@
+/* Fault injection, TEST-ONLY: compiled in, off unless the environment variable COMPMPI_FAULT
+ * names a fault (docs/configuration.md, "Test-only: COMPMPI_FAULT"; tests/mpi/t_fault.c).
+ *
+ *   COMPMPI_FAULT=KIND:rank=R:call=N[:where=W]
+ *     encode_fail   rank R's encoder "fails" (the blob is flagged BLOB_ABANDON, as a real
+ *                   encoder error flags it)
+ *     corrupt_blob  one blob rank R encoded is corrupted after encoding, before sending (its
+ *                   header's element count is changed: a receiver's validation must catch it)
+ *     mpi_error     one PMPI call of a compressed algorithm on rank R returns MPI_ERR_OTHER
+ *                   (the call itself runs, so no peer is left inside it); W names which:
+ *                   alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather,
+ *                   wait, any (default any)
+ *     fft_differ    rank R's fft_topk probe hash (state_agree_fft) is changed, as if its CPU
+ *                   or FFTW build differed from the others' (call= not needed: it fires at
+ *                   the first probe)
+ *     fft_adopt     rank R (not 0) does not adopt rank 0's fft_plan wisdom at MPI_Init, as
+ *                   if its FFTW could not plan from it (call= not needed): every rank must go
+ *                   back to FFTW_ESTIMATE plans (fft_topk::reset_plans)
+ *     stage_mpi     every rank, every call (no rank= or call=; it never fires): the MPI calls
+ *                   that compressed algorithms make on float data (exact fallbacks of
+ *                   segments, the hierarchy's node reduce / leader allreduce / node bcast)
+ *                   run on host copies, as for device data with an MPI that is not
+ *                   CUDA-aware (coll_mpi_floats), so CI machines without a GPU run that path
+ *     cost_plain,   every rank, every call (no rank= or call=): the cost model measures as
+ *     cost_compress always (the exploring calls run, both sides timed and agreed) but then
+ *                   decides exact / compressed for every class whatever the times said, so
+ *                   tests of what follows a decision (the non-blocking calls' direct path,
+ *                   "results change only in calls decided to compress") do not depend on
+ *                   the machine's speed
+ *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
+ *   call that entered a compressed algorithm, all communicators together). The fault fires
+ *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
+ *   encode: encode_fail on a receiver fires at its next encode).
+ *
+ * Cost when off: each hook is one load and one predictable branch (COMPMPI_FAULT_ON()). Only
+ * the host backend is hooked (device blobs live in device memory). */
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace compmpi {
+
+enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
+                             cost_plain, cost_compress };
+enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
+
+/* Non-zero while a fault is armed and has not fired yet; read by the hooks. */
+extern std::atomic<int> g_fault_armed;
+
+#define COMPMPI_FAULT_ON() (__builtin_expect(::compmpi::g_fault_armed.load(std::memory_order_relaxed) != 0, 0))
+
+/* Slow paths, called only when COMPMPI_FAULT_ON(). */
+void fault_call_begin(const char *coll);           /* a compressed collective starts */
+bool fault_fire(FaultKind kind, FaultWhere where); /* true once: inject now (prints one warning) */
+int fault_mpi_rc(FaultWhere where, int rc);        /* rc, or MPI_ERR_OTHER when injecting */
+
+/* COMPMPI_FAULT=stage_mpi is set (read only when COMPMPI_FAULT_ON()). */
+bool fault_stage_mpi();
+/* COMPMPI_FAULT=cost_plain / cost_compress: -1 / +1 (0 otherwise; read only when COMPMPI_FAULT_ON()). */
+int fault_cost_force();
+
+/* For tests: the fault's state (0 armed, 1 fired, -1 none configured). */
+int fault_state();
+
+}  // namespace compmpi
+
+/* A PMPI call's return code, through the mpi_error fault. */
+#define COMPMPI_FAULT_MPI(where, rc_expr)                                                                   \
+    (COMPMPI_FAULT_ON() ? ::compmpi::fault_mpi_rc(::compmpi::FaultWhere::where, (rc_expr)) : (rc_expr))

@@ -1,0 +1,241 @@
+/* MPI-family specifics (see mpi_family.h). The only file of libcompmpi that asks which MPI
+ * it is compiled against. */
+#include "base/mpi_family.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "base/log.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#define COMPMPI_FAMILY_OPENMPI 1
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support */
+#endif
+#elif defined(MPICH_VERSION)
+#define COMPMPI_FAMILY_MPICH 1
+#else
+#error "libcompmpi builds for MPICH (mpi.h defines MPICH_VERSION) or Open MPI (mpi.h defines OPEN_MPI)"
+#endif
+
+namespace compmpi {
+
+MpiFamily mpi_family_built() {
+#ifdef COMPMPI_FAMILY_OPENMPI
+    return MpiFamily::openmpi;
+#else
+    return MpiFamily::mpich;
+#endif
+}
+
+const char *mpi_family_name(MpiFamily f) {
+    switch (f) {
+        case MpiFamily::mpich: return "MPICH";
+        case MpiFamily::openmpi: return "Open MPI";
+        default: return "unknown";
+    }
+}
+
+const char *mpi_family_id(MpiFamily f) {
+    switch (f) {
+        case MpiFamily::mpich: return "mpich";
+        case MpiFamily::openmpi: return "openmpi";
+        default: return "unknown";
+    }
+}
+
+const char *mpi_family_libcompmpi(MpiFamily f) {
+    return f == MpiFamily::openmpi ? "libcompmpi_openmpi.so" : "libcompmpi.so";
+}
+
+std::string mpi_family_describe() {
+    char buf[256];
+#ifdef COMPMPI_FAMILY_OPENMPI
+    std::snprintf(buf, sizeof buf, "Open MPI %d.%d.%d (MPI %d.%d)", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                  OMPI_RELEASE_VERSION, MPI_VERSION, MPI_SUBVERSION);
+#else
+    std::snprintf(buf, sizeof buf, "MPICH %s (MPI %d.%d)", MPICH_VERSION, MPI_VERSION, MPI_SUBVERSION);
+#endif
+    std::string s = buf;
+#ifdef HAVE_MPI_LARGE_COUNT
+    s += ", large-count (_c) collectives: yes";
+#else
+    s += ", large-count (_c) collectives: no (MPI_Allreduce_c etc. not exported)";
+#endif
+    s += std::string(", 16-bit floats: ") + mpi_float16_describe();
+    return s;
+}
+
+bool mpi_is_float16(MPI_Datatype t) {
+#ifdef MPIX_C_FLOAT16
+    return t != MPI_DATATYPE_NULL && t == MPIX_C_FLOAT16;
+#else
+    (void)t;
+    return false;
+#endif
+}
+
+const char *mpi_float16_describe() {
+#ifdef MPIX_C_FLOAT16
+    return "MPIX_C_FLOAT16 (moved, not reducible with MPI_SUM by MPICH 4.0.2: passed through)";
+#else
+    return "none in mpi.h / mpi-ext.h";
+#endif
+}
+
+/* ---------------------------------------------------------------- family check */
+
+namespace {
+
+/* A symbol only the MPI library of one family defines (data, so never wrapped by a PMPI
+ * tool): found through dlsym in the handle of every loaded object, the defining object
+ * named by dladdr. */
+struct Marker {
+    const char *symbol;
+    MpiFamily family;
+};
+constexpr Marker kMarkers[] = {
+    {"ompi_mpi_comm_world", MpiFamily::openmpi}, /* MPI_COMM_WORLD is &ompi_mpi_comm_world */
+    {"MPII_Version_string", MpiFamily::mpich},   /* MPICH 3.3+ (ch3 and ch4), its derivatives */
+};
+
+struct LoadedMpi {
+    MpiFamily family;
+    std::string path;
+};
+
+int collect_names(struct dl_phdr_info *info, size_t, void *data) {
+    auto *names = static_cast<std::vector<std::string> *>(data);
+    if (info->dlpi_name && info->dlpi_name[0]) names->emplace_back(info->dlpi_name);
+    return 0;
+}
+
+std::vector<LoadedMpi> loaded_mpis() {
+    std::vector<std::string> names;
+    dl_iterate_phdr(collect_names, &names); /* dlopen only after the iteration (loader lock) */
+    std::vector<LoadedMpi> found;
+    auto add = [&](MpiFamily fam, const char *path) {
+        for (const LoadedMpi &m : found)
+            if (m.family == fam && m.path == path) return;
+        found.push_back(LoadedMpi{fam, path});
+    };
+    names.insert(names.begin(), std::string()); /* the program itself (a static MPI) */
+    for (const std::string &n : names) {
+        void *h = dlopen(n.empty() ? nullptr : n.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        for (const Marker &mk : kMarkers) {
+            void *sym = dlsym(h, mk.symbol);
+            Dl_info di;
+            if (sym && dladdr(sym, &di) && di.dli_fname) add(mk.family, di.dli_fname);
+        }
+        dlclose(h);
+    }
+    dlerror(); /* leave no error behind for the application's dlerror() */
+    return found;
+}
+
+std::string self_path() {
+    Dl_info di;
+    if (dladdr(reinterpret_cast<const void *>(&mpi_family_check), &di) && di.dli_fname) return di.dli_fname;
+    return mpi_family_libcompmpi(mpi_family_built());
+}
+
+}  // namespace
+
+std::string mpi_family_conflict() {
+    const MpiFamily mine = mpi_family_built();
+    std::string ours, theirs;
+    MpiFamily other = MpiFamily::unknown;
+    for (const LoadedMpi &m : loaded_mpis()) {
+        if (m.family == mine) {
+            if (ours.empty()) ours = m.path;
+        } else if (theirs.empty()) {
+            theirs = m.path;
+            other = m.family;
+        }
+    }
+    if (theirs.empty()) return std::string();
+    std::string msg = self_path() + " is built for " + mpi_family_name(mine);
+    if (!ours.empty()) msg += " (" + ours + ")";
+    msg += ", but " + std::string(mpi_family_name(other)) + " (" + theirs +
+           ") is loaded in this process too: the program is built for " + mpi_family_name(other) +
+           ", and two MPI libraries cannot share a process. Use the libcompmpi built for " +
+           mpi_family_name(other) + ": " + mpi_family_libcompmpi(other) + " (configure --with-mpi=" +
+           mpi_family_id(other) + ")";
+    return msg;
+}
+
+void mpi_family_check(const char *when) {
+    const std::string msg = mpi_family_conflict();
+    if (msg.empty()) return;
+    /* nothing of either MPI can be called safely: no MPI_Abort, no atexit handlers */
+    std::fprintf(stderr, "libcompmpi error: %s. Stopping at %s (exit status 1).\n", msg.c_str(), when);
+    std::fflush(stderr);
+    _exit(1);
+}
+
+namespace {
+/* A C program linked to the other MPI has both libraries loaded before main(): stop at once. */
+__attribute__((constructor)) void family_check_at_load() { mpi_family_check("load"); }
+}  // namespace
+
+/* ---------------------------------------------------------------- MPI-4 fallbacks */
+
+int mpi_info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) {
+#if MPI_VERSION >= 4
+    return PMPI_Info_get_string(info, key, buflen, value, flag);
+#else
+    /* MPI-3.1: MPI_Info_get_valuelen (length without NUL), then MPI_Info_get (valuelen
+     * characters at most, plus the NUL) */
+    int len = 0;
+    int rc = PMPI_Info_get_valuelen(info, key, &len, flag);
+    if (rc != MPI_SUCCESS || !*flag) return rc;
+    const int room = *buflen;
+    *buflen = len + 1;
+    if (room <= 0 || !value) return MPI_SUCCESS;
+    /* MPI_Info_get writes at most valuelen characters and the NUL: truncated like
+     * MPI_Info_get_string when value is shorter than the value */
+    return PMPI_Info_get(info, key, room - 1 < len ? room - 1 : len, value, flag);
+#endif
+}
+
+/* ---------------------------------------------------------------- CUDA-aware MPI */
+
+namespace {
+bool g_cuda_aware = false;
+}
+
+void mpi_cuda_aware_init() {
+#if defined(COMPMPI_FAMILY_OPENMPI) && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    g_cuda_aware = MPIX_Query_cuda_support() == 1;
+#elif defined(COMPMPI_FAMILY_MPICH) && defined(MPIX_GPU_SUPPORT_CUDA)
+    int yes = 0;
+    g_cuda_aware = MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes;
+#else
+    g_cuda_aware = false;
+#endif
+}
+
+bool mpi_cuda_aware() { return g_cuda_aware; }
+
+const char *mpi_cuda_aware_compiled() {
+#if defined(COMPMPI_FAMILY_OPENMPI)
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return "yes at compile time (MPIX_CUDA_AWARE_SUPPORT); MPIX_Query_cuda_support() decides at run time";
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+    return "no (mpi-ext.h: MPIX_CUDA_AWARE_SUPPORT 0)";
+#else
+    return "no (mpi-ext.h has no CUDA extension)";
+#endif
+#elif defined(MPIX_GPU_SUPPORT_CUDA)
+    return "asked at run time (MPIX_GPU_query_support)";
+#else
+    return "no (no MPIX_GPU_query_support in mpi.h)";
+#endif
+}
+
+}  // namespace compmpi

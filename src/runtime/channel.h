@@ -1,0 +1,112 @@
+/* The progress channels of the non-blocking and persistent collectives (src/runtime/progress.h):
+ * what progress.cc (the channels, their threads, non-blocking calls) and persistent.cc
+ * (persistent requests) share. Internal to the runtime. */
+#pragma once
+#include <mpi.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "runtime/args.h"
+#include "runtime/state.h"
+
+namespace compmpi {
+
+/* MPI_(I)reduce_scatter's recvcounts array, owned by the operation: the progress thread
+ * reads it after the call returned, so the user's array is copied at issue (P entries). */
+struct OwnedCounts {
+    std::vector<int> c;
+    std::vector<MPI_Count> c_large;
+    void take(CollArgs &a, int P) {
+        if (a.recvcounts) c.assign(a.recvcounts, a.recvcounts + P), a.recvcounts = c.data();
+        if (a.recvcounts_c) c_large.assign(a.recvcounts_c, a.recvcounts_c + P), a.recvcounts_c = c_large.data();
+    }
+};
+
+/* The class of an operation for the cost model's exact verdict (see "Measured, then
+ * direct" in docs/design.md): what every rank knows at issue time. Non-blocking calls: the
+ * entry point, the size class of the payload and the user communicator's settings epoch;
+ * a persistent request is its own class. */
+struct NbClass {
+    int entry = 0, cls = 0;
+    uint64_t epoch = 0;
+    uint64_t persist = 0; /* a persistent request's id (never reused), 0 for non-blocking calls */
+    bool operator<(const NbClass &o) const {
+        return std::tie(entry, cls, epoch, persist) < std::tie(o.entry, o.cls, o.epoch, o.persist);
+    }
+};
+
+/* One non-blocking operation. Shared by the progress thread and the generalized request
+ * (whose free_fn may run before or after the thread is done with it). */
+struct NbOp {
+    CollArgs a{};
+    Coll entry = Coll::iallreduce;
+    Settings settings{}; /* the user communicator's settings when the call was issued */
+    MPI_Request greq = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    CommState *own = nullptr;       /* persistent: the request's own state (else the channel's) */
+    std::shared_ptr<void> keep;     /* keeps `own` alive while the operation runs */
+    OwnedCounts counts;             /* reduce_scatter: a.recvcounts points here */
+    uint64_t index = 0;             /* place in the channel's issue order (every rank alike) */
+    bool gated = false;             /* the cost model decides this operation */
+    NbClass cls;
+    std::chrono::steady_clock::time_point t_issue{};
+    bool woke = false;              /* the thread was idle when this operation was queued */
+};
+
+/* The progress channel of one user communicator: its private duplicates and a FIFO served
+ * by one thread. Every rank issues the communicator's collectives in the same order (MPI's
+ * rule), the queue keeps that order and the thread runs one operation at a time, so every
+ * rank runs the same sequence of exchanges on the duplicate `internal`. Classes the cost
+ * model found faster exact go, from an agreed issue index on, straight to PMPI_I* on the
+ * second duplicate `direct` (nothing else uses it; every rank issues its operations there in
+ * issue order: docs/design.md, "Measured, then direct"). */
+struct NbChannel {
+    MPI_Comm internal = MPI_COMM_NULL, direct = MPI_COMM_NULL;
+    MPI_Request idup[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}; /* MPI_Comm_idup: never blocks the issuing call */
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<NbOp>> q;
+    bool stop = false;
+    bool joined = false;
+    bool idle = false;          /* the thread waits for work */
+    /* guarded by mu: operations issued so far, the classes that go direct and from which
+     * index, and whether an agreement on a new one is under way (then every gated operation
+     * is queued; the thread issues those that turn out direct, in index order) */
+    uint64_t issued = 0;
+    std::map<NbClass, uint64_t> direct_from;
+    bool agreeing = false;
+    /* the thread's own: operations it issued on `direct` for the application (queued while an
+     * agreement ran), polled until complete; recent hand-off latencies */
+    std::vector<std::pair<MPI_Request, std::shared_ptr<NbOp>>> inflight;
+    double wake_s[16] = {};
+    int n_wake = 0;
+    std::thread th;
+};
+
+/* The channel of comm, created (MPI_Comm_idup, non-blocking) on the first compressed
+ * non-blocking call; nullptr if MPI fails. */
+NbChannel *channel_get(MPI_Comm comm);
+
+/* Issue op on channel ch: straight to PMPI_I* on ch->direct when its class goes direct from
+ * an index at or below op's, else queued for the progress thread under a generalized
+ * request. *request gets the user's handle (`comm`: the user's communicator, for errors). */
+int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request);
+
+/* -1: compress (hand it to the channel); else the pass-through reason. Caller holds st.mu. */
+int nb_reason(const CollArgs &a, Coll entry, CommState &st);
+
+/* An MPI-4 _c call whose counts exceed INT_MAX: counted (reason count_above_int_max) and
+ * true; such calls pass through to PMPI_I*_c / PMPI_*_init_c. */
+bool nb_above_int_max(const CollArgs &a, Coll entry);
+
+}  // namespace compmpi

@@ -1,0 +1,276 @@
+/* Persistent collectives (MPI-4): MPI_Allreduce_init & co., MPI_Start/Startall, and the
+ * request calls that must know our handles (docs/design.md, "Persistent collectives"). */
+#include "runtime/progress.h"
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "runtime/channel.h"
+#include "runtime/costmodel.h"
+#include "runtime/eligibility.h"
+#include "runtime/runtime.h"
+
+namespace compmpi {
+
+#if MPI_VERSION >= 4
+namespace {
+
+/* ---- persistent collectives (MPI-4) ----
+ * The user's handle is a real, never started persistent request of MPI (PMPI_*_init with the
+ * same arguments), so every MPI call that only looks at the handle works; MPI_Start and the
+ * wait/test family substitute, for each of our handles, the generalized request of its
+ * current run (or MPI_REQUEST_NULL when inactive: MPI treats an inactive persistent request
+ * like a null one) and restore the persistent handle when that run completes. */
+struct PersistReq {
+    CollArgs a{};
+    Coll entry = Coll::allreduce_init;
+    OwnedCounts counts; /* reduce_scatter: a.recvcounts points here for the request's life */
+    NbChannel *ch = nullptr;
+    std::unique_ptr<CommState> st; /* plan inputs, workspaces, awp and error feedback of this request */
+    MPI_Request active = MPI_REQUEST_NULL;
+    uint64_t id = 0; /* its class for the cost model's direct path (NbClass::persist) */
+};
+std::mutex g_pmu;
+std::unordered_map<MPI_Request, std::shared_ptr<PersistReq>> g_persist;
+std::atomic<int> g_npersist{0};
+std::atomic<uint64_t> g_persist_ids{0};
+
+int start_one(MPI_Request *req) {
+    std::shared_ptr<PersistReq> pr;
+    {
+        std::lock_guard<std::mutex> lk(g_pmu);
+        auto it = g_persist.find(*req);
+        if (it != g_persist.end()) pr = it->second;
+    }
+    if (!pr) return PMPI_Start(req);
+    if (pr->active != MPI_REQUEST_NULL) {
+        log_error("%s: MPI_Start on a request that is still active", coll_name(pr->entry));
+        return raise_error(pr->a.comm, MPI_ERR_REQUEST);
+    }
+    auto op = std::make_shared<NbOp>();
+    op->a = pr->a;
+    op->entry = pr->entry;
+    op->own = pr->st.get();
+    op->keep = pr;
+    op->gated = cost_gated(pr->st->settings);
+    op->cls.persist = pr->id;
+    return channel_hand_off(pr->ch, op, pr->a.comm, &pr->active);
+}
+
+}  // namespace
+
+int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *request) noexcept {
+    const auto pass = [&]() {
+#ifdef HAVE_MPI_LARGE_COUNT
+        if (a.large_count) switch (a.kind) {
+                case Coll::allreduce:
+                    return PMPI_Allreduce_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, info, request);
+                case Coll::allgather:
+                    return PMPI_Allgather_init_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype,
+                                                 a.comm, info, request);
+                case Coll::bcast: return PMPI_Bcast_init_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, info, request);
+                case Coll::reduce_scatter_block:
+                    return PMPI_Reduce_scatter_block_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm,
+                                                            info, request);
+                case Coll::reduce_scatter:
+                    return PMPI_Reduce_scatter_init_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm,
+                                                      info, request);
+                default: return MPI_ERR_INTERN;
+            }
+#endif
+        switch (a.kind) {
+            case Coll::allreduce:
+                return PMPI_Allreduce_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm,
+                                           info, request);
+            case Coll::allgather:
+                return PMPI_Allgather_init(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
+                                           static_cast<int>(a.recvcount), a.recvtype, a.comm, info, request);
+            case Coll::bcast:
+                return PMPI_Bcast_init(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, info, request);
+            case Coll::reduce_scatter_block:
+                return PMPI_Reduce_scatter_block_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype,
+                                                      a.op, a.comm, info, request);
+            case Coll::reduce_scatter:
+                return PMPI_Reduce_scatter_init(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, info,
+                                                request);
+            default: return MPI_ERR_INTERN;
+        }
+    };
+    if (nb_above_int_max(a, entry)) return pass();
+    try {
+        CollStats &cs = stats(entry);
+        int reason = -1;
+        if (!runtime_active()) reason = eligibility_reason("not_initialized");
+        else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
+        else reason = eligibility_precheck(a);
+        std::shared_ptr<PersistReq> pr;
+        if (reason < 0) {
+            CommState *st = state_get(a.comm);
+            if (!st) {
+                reason = eligibility_reason("no_state");
+            } else {
+                std::lock_guard<std::mutex> lk(st->mu);
+                reason = nb_reason(a, entry, *st);
+                if (reason < 0) {
+                    /* set up once: this request's own state (settings as of now, fresh awp and
+                     * error-feedback tables, its own workspaces) */
+                    pr = std::make_shared<PersistReq>();
+                    pr->a = a;
+                    pr->counts.take(pr->a, st->size);
+                    pr->entry = entry;
+                    pr->id = ++g_persist_ids;
+                    pr->st = std::make_unique<CommState>();
+                    pr->st->rank = st->rank;
+                    pr->st->size = st->size;
+                    pr->st->inter = st->inter;
+                    pr->st->fft = st->fft;
+                    pr->st->settings = st->settings;
+                }
+            }
+        }
+        if (pr) {
+            ReentryGuard guard;
+            pr->ch = channel_get(a.comm);
+            if (!pr->ch) reason = eligibility_reason("no_state"), pr.reset();
+        }
+        int rc;
+        {
+            ReentryGuard guard;
+            rc = pass();
+        }
+        if (!pr || rc != MPI_SUCCESS) {
+            if (!pr) cs.passthrough++, cs.reason[reason]++;
+            return rc;
+        }
+        std::lock_guard<std::mutex> lk(g_pmu);
+        g_persist[*request] = pr;
+        g_npersist.fetch_add(1);
+        return MPI_SUCCESS;
+    } catch (const std::exception &e) {
+        log_error("internal error in %s: %s", coll_name(entry), e.what());
+    } catch (...) {
+        log_error("internal error in %s", coll_name(entry));
+    }
+    return raise_error(a.comm, MPI_ERR_INTERN);
+}
+
+namespace {
+
+int nb_startall(int n, MPI_Request *reqs) {
+    for (int i = 0; i < n; ++i) {
+        int rc = start_one(&reqs[i]);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+bool nb_have_persistent() { return g_npersist.load(std::memory_order_acquire) > 0; }
+
+/* The wait/test family: `reqs` is the array to hand to PMPI (our persistent handles replaced
+ * by their current run's request, or MPI_REQUEST_NULL when inactive); finish() writes the
+ * results back to the user's array (our handles stay, inactive once their run completed). */
+class NbSubst {
+  public:
+    NbSubst(int n, MPI_Request *user);
+    void finish();
+    std::vector<MPI_Request> reqs;
+
+  private:
+    MPI_Request *user_;
+    int n_;
+    std::vector<std::shared_ptr<void>> ours_;
+};
+
+NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
+    reqs.assign(user, user + n);
+    ours_.resize(static_cast<size_t>(n));
+    std::lock_guard<std::mutex> lk(g_pmu);
+    for (int i = 0; i < n; ++i) {
+        if (user[i] == MPI_REQUEST_NULL) continue;
+        auto it = g_persist.find(user[i]);
+        if (it == g_persist.end()) continue;
+        ours_[static_cast<size_t>(i)] = it->second;
+        reqs[static_cast<size_t>(i)] = it->second->active;
+    }
+}
+
+void NbSubst::finish() {
+    for (int i = 0; i < n_; ++i) {
+        auto &pr = ours_[static_cast<size_t>(i)];
+        if (!pr) user_[i] = reqs[static_cast<size_t>(i)];
+        else if (reqs[static_cast<size_t>(i)] == MPI_REQUEST_NULL) static_cast<PersistReq *>(pr.get())->active = MPI_REQUEST_NULL;
+    }
+}
+
+int nb_request_free(MPI_Request *req) {
+    std::shared_ptr<PersistReq> pr;
+    {
+        std::lock_guard<std::mutex> lk(g_pmu);
+        auto it = g_persist.find(*req);
+        if (it != g_persist.end()) {
+            pr = it->second;
+            g_persist.erase(it);
+            g_npersist.fetch_sub(1);
+        }
+    }
+    if (pr && pr->active != MPI_REQUEST_NULL) PMPI_Request_free(&pr->active); /* the run still completes */
+    if (pr && pr->ch) { /* its class ends with it */
+        std::lock_guard<std::mutex> lk(pr->ch->mu);
+        for (auto it = pr->ch->direct_from.begin(); it != pr->ch->direct_from.end();)
+            it = it->first.persist == pr->id ? pr->ch->direct_from.erase(it) : std::next(it);
+    }
+    return PMPI_Request_free(req);
+}
+
+/* Our handles replaced for the PMPI call, the user's array updated after it. */
+template <class F> int with_subst(int n, MPI_Request *reqs, F &&call) {
+    NbSubst s(n, reqs);
+    const int rc = call(s.reqs.data());
+    s.finish();
+    return rc;
+}
+
+}  // namespace
+
+int request_start(MPI_Request *r) { return nb_have_persistent() ? start_one(r) : PMPI_Start(r); }
+int request_startall(int n, MPI_Request *r) { return nb_have_persistent() ? nb_startall(n, r) : PMPI_Startall(n, r); }
+int request_free(MPI_Request *r) { return nb_have_persistent() ? nb_request_free(r) : PMPI_Request_free(r); }
+int request_wait(MPI_Request *r, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Wait(r, status);
+    return with_subst(1, r, [&](MPI_Request *q) { return PMPI_Wait(q, status); });
+}
+int request_test(MPI_Request *r, int *flag, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Test(r, flag, status);
+    return with_subst(1, r, [&](MPI_Request *q) { return PMPI_Test(q, flag, status); });
+}
+int request_waitall(int n, MPI_Request *r, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Waitall(n, r, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Waitall(n, q, statuses); });
+}
+int request_testall(int n, MPI_Request *r, int *flag, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Testall(n, r, flag, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Testall(n, q, flag, statuses); });
+}
+int request_waitany(int n, MPI_Request *r, int *index, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Waitany(n, r, index, status);
+    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Waitany(n, q, index, status); });
+}
+int request_testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *status) {
+    if (!nb_have_persistent()) return PMPI_Testany(n, r, index, flag, status);
+    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Testany(n, q, index, flag, status); });
+}
+int request_waitsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Waitsome(n, r, outcount, indices, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Waitsome(n, q, outcount, indices, statuses); });
+}
+int request_testsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
+    if (!nb_have_persistent()) return PMPI_Testsome(n, r, outcount, indices, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Testsome(n, q, outcount, indices, statuses); });
+}
+#endif
+
+}  // namespace compmpi

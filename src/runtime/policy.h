@@ -1,0 +1,74 @@
+/* Policy: turns settings and per-key history into a Plan (codec + params) for one call, and
+ * observes a norm afterwards. Decisions use only data every rank shares (the settings, which
+ * ranks agree on; keys made of call arguments every rank passes alike; norms that are
+ * bit-identical everywhere), so every rank makes the same decision without communicating. */
+#pragma once
+#include <bitset>
+#include <cstddef>
+#include <string>
+
+#include "codec.h"
+#include "norm.h"
+#include "runtime/state.h"
+#include "base/stats.h"
+
+namespace compmpi {
+
+struct Plan {
+    const CodecOps *codec = nullptr;
+    CodecParams params;
+    AwpState *awp = nullptr; /* set when the awp policy tracks this call's key: observe it */
+};
+
+/* One call's plan, in stages: the settings' codec and parameters (static), then awp's width
+ * for the call's key. Every input is shared by all ranks (agreed settings; the key is the
+ * collective, the count as passed to MPI and the bcast root, never an address), so every
+ * rank plans the same bytes on the wire. Caller holds st.mu. root: bcast root, else -1. */
+Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan);
+/* After a successful call: feed awp the norm of this call (see docs/design.md "whose norm":
+ * bcast, the root's fp32 input as carried in the frame; allreduce/allgather, the result).
+ * No-op when plan.awp is null. */
+void policy_observe(CommState &st, const Plan &plan, double norm);
+
+/* Codec parameters named by the settings (bits, variant, ...). */
+Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p);
+
+
+/* ---- awp: Adaptive Weight Precision (Zhuang et al., Algorithm 1; constants Section V-A) ---- */
+
+/* The constants the awp rule runs with. */
+struct AwpConfig {
+    int rule = 0;          /* awp_rule setting: paper or legacy_abs */
+    double threshold = 0;  /* T */
+    int interval = 1;      /* INTERVAL */
+    int step = 8;          /* N */
+    int start_bits = 8;    /* bits every key starts at */
+};
+/* A named preset of Section V-A (awp_preset=alexnet|vgg|resnet); nullptr for custom. */
+struct AwpPreset {
+    const char *name;
+    double threshold;
+    int interval, step, start_bits;
+};
+const AwpPreset *awp_preset(int preset);
+/* The constants for s: its named preset's, or the awp_* settings with awp_preset=custom. */
+AwpConfig awp_config(const Settings &s);
+
+/* Checks that depend on which settings were named (env/attribute/hint layers): with a
+ * named preset the awp_threshold/awp_interval/awp_step/awp_start_bits settings are refused
+ * rather than silently overridden; awp_rule=legacy_abs needs a positive T (|delta| < T
+ * never holds otherwise). */
+Status policy_check_settings(const Settings &s, const std::bitset<kNumSettings> &named, std::string *err);
+
+/* One call of the awp state machine: records `norm` (|W_b|) and may raise a->bits, capped at
+ * max_bits. Dispatches on cfg.rule:
+ *   paper       Algorithm 1 literally: delta = (|W_b| - |W_(b-1)|) / |W_(b-1)| (signed, IEEE
+ *               double: a zero previous norm gives +Inf or NaN, which never count);
+ *               delta < T adds one to the counter; the counter reaching INTERVAL raises the
+ *               bits by N and is reset; nothing else resets it. Every call after the first
+ *               is compared (the first has no |W_(b-1)| and only records).
+ *   legacy_abs  libcompmpi's earlier rule: |delta| < T counts, any other call resets the
+ *               counter, and the call after a raise only records its norm. */
+void awp_update(AwpState *a, double norm, const AwpConfig &cfg, int max_bits);
+
+}  // namespace compmpi

@@ -1,0 +1,455 @@
+/* Non-blocking collectives: one progress channel per communicator (docs/design.md,
+ * "Non-blocking collectives"), the cost model's measured-then-direct path. */
+#include "runtime/progress.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "runtime/channel.h"
+#include "runtime/costmodel.h"
+#include "runtime/dispatch.h"
+#include "runtime/eligibility.h"
+#include "runtime/exact.h"
+#include "runtime/policy.h"
+#include "runtime/runtime.h"
+
+namespace compmpi {
+
+static_assert(static_cast<int>(Coll::iallreduce) == coll_kind::iallreduce &&
+                  static_cast<int>(Coll::iallgather) == coll_kind::iallgather &&
+                  static_cast<int>(Coll::ibcast) == coll_kind::ibcast,
+              "a Coll's value is its bit in the collectives setting");
+static_assert(static_cast<int>(Coll::allreduce_init) == coll_kind::allreduce_init &&
+                  static_cast<int>(Coll::allgather_init) == coll_kind::allgather_init &&
+                  static_cast<int>(Coll::bcast_init) == coll_kind::bcast_init,
+              "a Coll's value is its bit in the collectives setting");
+static_assert(static_cast<int>(Coll::ireduce_scatter_block) == coll_kind::ireduce_scatter_block &&
+                  static_cast<int>(Coll::ireduce_scatter) == coll_kind::ireduce_scatter &&
+                  static_cast<int>(Coll::reduce_scatter_block_init) == coll_kind::reduce_scatter_block_init &&
+                  static_cast<int>(Coll::reduce_scatter_init) == coll_kind::reduce_scatter_init,
+              "a Coll's value is its bit in the collectives setting");
+
+namespace {
+
+int g_provided = MPI_THREAD_SINGLE;
+thread_local bool t_progress = false;
+bool g_progress = true;
+std::mutex g_mu; /* guards g_keyval and g_channels */
+int g_keyval = MPI_KEYVAL_INVALID;
+std::vector<NbChannel *> g_channels;
+
+int query_fn(void *extra, MPI_Status *status) {
+    const NbOp &op = **static_cast<std::shared_ptr<NbOp> *>(extra);
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = op.rc;
+    return op.rc;
+}
+int free_fn(void *extra) {
+    delete static_cast<std::shared_ptr<NbOp> *>(extra);
+    return MPI_SUCCESS;
+}
+/* MPI: a non-blocking collective cannot be cancelled; MPI_Cancel has no effect (the
+ * operation completes normally and MPI_Test_cancelled says false). */
+int cancel_fn(void *, int) { return MPI_SUCCESS; }
+
+void stop_channel(NbChannel *ch) {
+    {
+        std::lock_guard<std::mutex> lk(ch->mu);
+        if (ch->joined) return;
+        ch->stop = true;
+    }
+    ch->cv.notify_all();
+    if (ch->th.joinable()) ch->th.join();
+    ch->joined = true;
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (finalized) return;
+    /* operations the application issued on `direct` may still be pending: MPI frees the
+     * communicator once they complete */
+    for (MPI_Comm *c : {&ch->internal, &ch->direct})
+        if (*c != MPI_COMM_NULL) PMPI_Comm_free(c);
+}
+
+/* The user communicator is freed: finish its queued operations (MPI: a communicator is
+ * freed once its pending operations complete), then drop the channel. */
+int channel_delete_cb(MPI_Comm, int, void *attr, void *) {
+    NbChannel *ch = static_cast<NbChannel *>(attr);
+    stop_channel(ch);
+    std::lock_guard<std::mutex> lk(g_mu);
+    for (auto it = g_channels.begin(); it != g_channels.end(); ++it)
+        if (*it == ch) {
+            g_channels.erase(it);
+            break;
+        }
+    delete ch;
+    return MPI_SUCCESS;
+}
+
+void complete(NbOp &op, int rc) {
+    op.rc = rc;
+    PMPI_Grequest_complete(op.greq);
+}
+
+/* The hand-off a compressed operation pays: the median of the recent wake-up latencies
+ * (queued while the thread was idle -> the thread running it). */
+double handoff_s(const NbChannel &ch) {
+    const int n = std::min(ch.n_wake, 16);
+    if (n == 0) return 0;
+    double v[16];
+    std::copy(ch.wake_s, ch.wake_s + n, v);
+    std::nth_element(v, v + n / 2, v + n);
+    return v[n / 2];
+}
+
+/* Runs op on the channel's thread; returns its MPI return code (the caller completes it). */
+int run_op(NbChannel *ch, NbOp &op) {
+    ReentryGuard guard; /* our PMPI traffic is never compressed again */
+    stats_set_entry(op.entry);
+    cost_trace() = CostTrace{};
+    cost_handoff_s() = handoff_s(*ch);
+    int rc = MPI_SUCCESS;
+    try {
+        CommState *ist = op.own ? op.own : state_get(ch->internal);
+        if (!ist) {
+            rc = MPI_ERR_INTERN;
+        } else {
+            std::lock_guard<std::mutex> lk(ist->mu);
+            /* the settings of the user's communicator at issue time (a persistent request
+             * keeps those of its init); the cost model, where they gate, explores and decides
+             * on this thread, in FIFO order: identically on every rank */
+            if (!op.own) ist->settings = op.settings;
+            CollArgs b = op.a;
+            b.comm = ch->internal;
+            UpperClean upper; /* the thread returns to MPI's progress code */
+            rc = dispatch_float_view(b, *ist);
+        }
+    } catch (const std::exception &e) {
+        log_error("internal error in %s: %s", coll_name(op.entry), e.what());
+        rc = MPI_ERR_INTERN;
+    } catch (...) {
+        rc = MPI_ERR_INTERN;
+    }
+    stats_set_entry(Coll::count_);
+    return rc;
+}
+
+/* Queued operations of classes that go direct, from their index on: issued on `direct` in
+ * queue (= issue) order, completed by polling. Caller holds ch->mu. */
+void issue_direct_queued(NbChannel *ch) {
+    for (auto it = ch->q.begin(); it != ch->q.end();) {
+        NbOp &op = **it;
+        auto d = op.gated ? ch->direct_from.find(op.cls) : ch->direct_from.end();
+        if (d == ch->direct_from.end() || op.index < d->second) {
+            ++it;
+            continue;
+        }
+        ReentryGuard guard;
+        CollArgs b = op.a;
+        b.comm = ch->direct;
+        MPI_Request r = MPI_REQUEST_NULL;
+        const int rc = passthrough_nb(b, &r);
+        stats(op.entry).passthrough++;
+        stats(op.entry).reason[eligibility_reason("cost_model")]++;
+        if (rc != MPI_SUCCESS) complete(op, rc);
+        else ch->inflight.emplace_back(r, *it);
+        it = ch->q.erase(it);
+    }
+}
+
+/* Completes the operations issued on `direct` that MPI finished; true if any. */
+bool poll_inflight(NbChannel *ch) {
+    bool any = false;
+    ReentryGuard guard;
+    for (size_t i = 0; i < ch->inflight.size();) {
+        int flag = 0;
+        MPI_Status status;
+        const int rc = PMPI_Test(&ch->inflight[i].first, &flag, &status);
+        if (rc != MPI_SUCCESS || flag) {
+            complete(*ch->inflight[i].second, rc);
+            ch->inflight.erase(ch->inflight.begin() + static_cast<long>(i));
+            any = true;
+        } else {
+            ++i;
+        }
+    }
+    return any;
+}
+
+/* After an operation the cost model decided exact: from an index every rank agrees on, its
+ * class goes straight to PMPI_I* on `direct`. The decision is identical on every rank (the
+ * model's agreed times, FIFO order), so every rank's thread reaches this agreement after the
+ * same operation. Each rank offers the next index it will issue; the largest is one no rank
+ * has issued yet, except under this rank's `agreeing` flag, where gated operations are
+ * queued and, once the index is known, those that go direct are issued in index order. */
+void agree_direct(NbChannel *ch, const NbClass &cls) {
+    uint64_t mine, from = 0;
+    {
+        std::lock_guard<std::mutex> lk(ch->mu);
+        if (ch->direct_from.count(cls)) return;
+        ch->agreeing = true;
+        mine = ch->issued;
+    }
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = PMPI_Allreduce(&mine, &from, 1, MPI_UINT64_T, MPI_MAX, ch->internal);
+    }
+    std::lock_guard<std::mutex> lk(ch->mu);
+    ch->agreeing = false;
+    if (rc != MPI_SUCCESS) {
+        /* the ranks cannot be known to agree: the class stays on this thread (exact, as decided) */
+        log_warn("non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
+                 "progress thread", rc);
+        return;
+    }
+    ch->direct_from[cls] = from;
+    issue_direct_queued(ch);
+}
+
+void channel_loop(NbChannel *ch) {
+    t_progress = true;
+    {
+        ReentryGuard guard;
+        if (PMPI_Waitall(2, ch->idup, MPI_STATUSES_IGNORE) != MPI_SUCCESS) ch->internal = MPI_COMM_NULL;
+        if (ch->internal != MPI_COMM_NULL) PMPI_Comm_set_errhandler(ch->internal, MPI_ERRORS_RETURN);
+    }
+    for (;;) {
+        std::shared_ptr<NbOp> op;
+        {
+            std::unique_lock<std::mutex> lk(ch->mu);
+            for (;;) {
+                if (!ch->q.empty()) {
+                    op = ch->q.front();
+                    ch->q.pop_front();
+                    break;
+                }
+                if (ch->stop && ch->inflight.empty()) return; /* stop, and drained */
+                ch->idle = true;
+                if (ch->inflight.empty()) {
+                    ch->cv.wait(lk);
+                } else {
+                    lk.unlock();
+                    const bool any = poll_inflight(ch);
+                    lk.lock();
+                    if (!any && ch->q.empty()) ch->cv.wait_for(lk, std::chrono::microseconds(200));
+                }
+                ch->idle = false;
+            }
+        }
+        if (op->woke) {
+            ch->wake_s[ch->n_wake++ % 16] =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - op->t_issue).count();
+        }
+        if (ch->internal == MPI_COMM_NULL) {
+            complete(*op, MPI_ERR_COMM);
+            continue;
+        }
+        const int rc = run_op(ch, *op);
+        /* decided exact: agree from where on the class goes direct before the application
+         * can issue its next call after waiting for this one (so in issue-then-wait loops
+         * every later call goes direct) */
+        const CostTrace t = cost_trace();
+        if (op->gated && t.gated && t.d == CostDecision::plain) agree_direct(ch, op->cls);
+        complete(*op, rc);
+        if (!ch->inflight.empty()) poll_inflight(ch);
+    }
+}
+
+/* Have the BLOCKING calls of this communicator already found the exact collective faster for
+ * this call's class and plan? Their table changes only inside blocking calls, which every rank
+ * makes in the same program order, so the answer is the same on every rank at issue time and
+ * the call goes to PMPI_I* on the user's communicator. Otherwise the non-blocking calls' own
+ * measurements decide (NbChannel). */
+bool cost_says_plain(CommState &st, const CollArgs &a) {
+    const Settings &s = st.settings;
+    if (!cost_gated(s) || !st.cost) return false;
+    const size_t n = static_cast<size_t>(coll_elements(a));
+    Plan plan;
+    if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) return false;
+    const size_t bytes = n * sizeof(float);
+    auto it = st.cost->entries.find({static_cast<int>(a.kind), cost_size_class(bytes),
+                                     static_cast<int>(plan.codec->id), plan.params.bits});
+    if (it == st.cost->entries.end()) return false;
+    const CostEntry &e = it->second;
+    return cost_entry_decided(e) && !cost_entry_verdict(e, s.cost_margin);
+}
+
+int reason_index(const char *name) {
+    for (int i = 0; i < kMaxReasons; ++i)
+        if (std::strcmp(eligibility_reason_name(i), name) == 0) return i;
+    return kMaxReasons - 1;
+}
+
+}  // namespace
+
+/* The channel of comm, created (MPI_Comm_idup, non-blocking) on the first compressed
+ * non-blocking call; every rank reaches that call at the same place in comm's order. */
+NbChannel *channel_get(MPI_Comm comm) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_keyval == MPI_KEYVAL_INVALID &&
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, channel_delete_cb, &g_keyval, nullptr) != MPI_SUCCESS)
+        return nullptr;
+    void *v = nullptr;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) == MPI_SUCCESS && flag) return static_cast<NbChannel *>(v);
+    auto ch = std::make_unique<NbChannel>();
+    if (PMPI_Comm_idup(comm, &ch->internal, &ch->idup[0]) != MPI_SUCCESS ||
+        PMPI_Comm_idup(comm, &ch->direct, &ch->idup[1]) != MPI_SUCCESS)
+        return nullptr;
+    if (PMPI_Comm_set_attr(comm, g_keyval, ch.get()) != MPI_SUCCESS) return nullptr;
+    NbChannel *p = ch.release();
+    p->th = std::thread(channel_loop, p);
+    g_channels.push_back(p);
+    return p;
+}
+
+int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request) {
+    std::unique_lock<std::mutex> lk(ch->mu);
+    op->index = ch->issued++;
+    if (op->gated && !ch->agreeing) {
+        auto d = ch->direct_from.find(op->cls);
+        if (d != ch->direct_from.end() && op->index >= d->second) {
+            /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
+            CollArgs b = op->a;
+            b.comm = ch->direct;
+            int rc;
+            {
+                ReentryGuard guard;
+                rc = passthrough_nb(b, request);
+            }
+            lk.unlock();
+            static const int kReason = eligibility_reason("cost_model");
+            stats(op->entry).passthrough++;
+            stats(op->entry).reason[kReason]++;
+            return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
+        }
+    }
+    auto *extra = new std::shared_ptr<NbOp>(op);
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
+    }
+    if (rc != MPI_SUCCESS) {
+        --ch->issued; /* nothing was issued: the index is the next call's, as on the other ranks */
+        delete extra;
+        return raise_error(comm, rc);
+    }
+    *request = op->greq;
+    op->t_issue = std::chrono::steady_clock::now();
+    op->woke = ch->idle && ch->q.empty();
+    ch->q.push_back(op);
+    lk.unlock();
+    ch->cv.notify_one();
+    return MPI_SUCCESS;
+}
+
+/* -1: compress; else the pass-through reason. Caller holds st.mu. */
+int nb_reason(const CollArgs &a, Coll entry, CommState &st) {
+    /* the table checks the blocking collective's bit; the entry point has its own */
+    const auto saved = st.settings.collectives;
+    st.settings.collectives |= 1u << static_cast<int>(a.kind);
+    int reason = eligibility_check(a, st);
+    st.settings.collectives = saved;
+    if (reason >= 0) return reason;
+    if (!((st.settings.collectives >> static_cast<int>(entry)) & 1u)) return reason_index("collective_disabled");
+    if (!g_progress || g_provided < MPI_THREAD_MULTIPLE) return eligibility_reason("no_thread_multiple");
+    if (cost_says_plain(st, a)) return eligibility_reason("cost_model");
+    return -1;
+}
+
+bool nb_above_int_max(const CollArgs &a, Coll entry) {
+    if (!a.large_count || a.kind == Coll::reduce_scatter) return false;
+    if (a.count <= INT_MAX && (a.kind != Coll::allgather || a.recvcount <= INT_MAX)) return false;
+    CollStats &cs = stats(entry);
+    cs.passthrough++;
+    cs.reason[eligibility_reason("count_above_int_max")]++;
+    return true;
+}
+
+bool nb_on_progress_thread() { return t_progress; }
+
+int nb_init_level(int required) {
+    const char *e = std::getenv("COMPMPI_NB_PROGRESS");
+    g_progress = !(e && std::strcmp(e, "off") == 0);
+    return g_progress ? MPI_THREAD_MULTIPLE : required;
+}
+
+void nb_init_done(int provided) { g_provided = provided; }
+
+void nb_finalize() {
+    std::vector<NbChannel *> chans;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        chans = g_channels;
+    }
+    for (NbChannel *ch : chans) stop_channel(ch);
+    /* the channels themselves go with their communicators' attributes (delete callback);
+     * the keyval is released now (MPI frees it once no communicator uses it) */
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
+}
+
+int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
+    if (nb_above_int_max(a, entry)) return passthrough_nb(a, request);
+    try {
+        CollStats &cs = stats(entry);
+        int reason = -1;
+        if (!runtime_active()) reason = eligibility_reason("not_initialized");
+        else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
+        else reason = eligibility_precheck(a);
+        NbChannel *ch = nullptr;
+        std::shared_ptr<NbOp> op;
+        if (reason < 0) {
+            CommState *st = state_get(a.comm);
+            if (!st) {
+                reason = eligibility_reason("no_state");
+            } else {
+                std::lock_guard<std::mutex> lk(st->mu);
+                reason = nb_reason(a, entry, *st);
+                if (reason < 0) {
+                    op = std::make_shared<NbOp>();
+                    op->a = a;
+                    op->counts.take(op->a, st->size);
+                    op->entry = entry;
+                    op->settings = st->settings;
+                    op->gated = cost_gated(st->settings);
+                    op->cls = NbClass{static_cast<int>(entry),
+                                      cost_size_class(static_cast<size_t>(coll_elements(a)) * sizeof(float)),
+                                      st->settings_epoch, 0};
+                }
+            }
+        }
+        if (op) {
+            ReentryGuard guard;
+            ch = channel_get(a.comm);
+            if (!ch) {
+                log_error("%s: could not set up the progress channel; passing through", coll_name(entry));
+                reason = eligibility_reason("no_state");
+            }
+        }
+        if (!ch) {
+            cs.passthrough++;
+            cs.reason[reason]++;
+            return passthrough_nb(a, request);
+        }
+        return channel_hand_off(ch, op, a.comm, request);
+    } catch (const std::exception &e) {
+        log_error("internal error in %s: %s", coll_name(entry), e.what());
+    } catch (...) {
+        log_error("internal error in %s", coll_name(entry));
+    }
+    return raise_error(a.comm, MPI_ERR_INTERN);
+}
+
+}  // namespace compmpi

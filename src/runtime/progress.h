@@ -1,0 +1,56 @@
+/* Non-blocking (MPI_I*) and persistent (MPI_*_init, MPI-4) collectives, compressed by a
+ * progress thread per communicator (docs/design.md, "Non-blocking collectives").
+ *
+ * The user's request is an MPI generalized request (MPI_Grequest_start): the whole
+ * MPI_Wait/MPI_Test family, MPI_Request_free and mixing with point-to-point requests work
+ * on it unchanged. The operation itself is the blocking compressed algorithm (the same code,
+ * the same guarantees as MPI_Allreduce & co.: dispatch_float_view) run by the communicator's
+ * progress thread on a private duplicate of the communicator, strictly in issue order; the
+ * thread completes the generalized request when the result is in the user's buffer. A class
+ * the cost model found faster exact goes straight to MPI's own PMPI_I* ("Measured, then
+ * direct"). Needs MPI_THREAD_MULTIPLE (asked for at MPI_Init unless nb_progress=off);
+ * without it the calls pass through. */
+#pragma once
+#include <mpi.h>
+
+#include "runtime/args.h"
+
+namespace compmpi {
+
+/* Thread level to ask PMPI_Init_thread for, given the user's `required`. Reads
+ * COMPMPI_NB_PROGRESS (validated later with the other settings). */
+int nb_init_level(int required);
+/* After PMPI_Init*: the level MPI gave. */
+void nb_init_done(int provided);
+/* Before PMPI_Finalize: drain every progress thread, free internal communicators. */
+void nb_finalize();
+/* Whether the calling thread is a progress thread (statistics tell its exact runs apart). */
+bool nb_on_progress_thread();
+
+/* MPI_Iallreduce & co.: `a` holds the arguments (a.kind is the blocking collective), `entry`
+ * the non-blocking kind for statistics and settings. */
+int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept;
+
+#if MPI_VERSION >= 4
+/* MPI_Allreduce_init & co. (MPI-4): plan, state and workspaces set up once here; each
+ * MPI_Start runs the compressed algorithm on the progress channel. Not eligible: PMPI_*_init
+ * unchanged. */
+int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *request) noexcept;
+
+/* The request calls that must know our persistent handles: each substitutes, in a copy of the
+ * array, our handles by their current run's request (MPI_REQUEST_NULL when inactive); with no
+ * persistent request of ours alive they are the PMPI calls. */
+int request_start(MPI_Request *request);
+int request_startall(int count, MPI_Request *requests);
+int request_free(MPI_Request *request);
+int request_wait(MPI_Request *request, MPI_Status *status);
+int request_test(MPI_Request *request, int *flag, MPI_Status *status);
+int request_waitall(int count, MPI_Request *requests, MPI_Status *statuses);
+int request_testall(int count, MPI_Request *requests, int *flag, MPI_Status *statuses);
+int request_waitany(int count, MPI_Request *requests, int *index, MPI_Status *status);
+int request_testany(int count, MPI_Request *requests, int *index, int *flag, MPI_Status *status);
+int request_waitsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
+int request_testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
+#endif
+
+}  // namespace compmpi

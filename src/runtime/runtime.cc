@@ -1,0 +1,210 @@
+#include "runtime/settings_rules.h"
+#include "runtime/runtime.h"
+
+#include <hwloc.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <cstdio>
+#include <string>
+
+#include "base/fault.h"
+#include "fft_topk/fft_topk.h"
+#include "base/log.h"
+#include "base/mpi_family.h"
+#include "simd.h"
+#include "runtime/state.h"
+#include "base/stats.h"
+#include "runtime/dispatch.h"
+#include "runtime/progress.h"
+#include "runtime/report.h"
+#include "runtime/verdict.h"
+
+namespace compmpi {
+
+namespace {
+std::atomic<bool> g_active{false};
+/* read on every call: initial-exec, no __tls_get_addr (libcompmpi is loaded at start-up,
+ * preloaded or linked) */
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+/* Ranks of MPI_COMM_WORLD on this node. Collective over MPI_COMM_WORLD: every rank calls it,
+ * whatever its own COMPMPI_THREADS says (MPMD ranks may set it differently; a rank that
+ * skipped the split would leave the others waiting in it). */
+int node_local_ranks() {
+    int local = 1;
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &local);
+        PMPI_Comm_free(&node);
+    }
+    return local;
+}
+
+/* Cores this rank may use for codec kernels: its binding if it is bound to part of the
+ * machine, else the node's cores divided among the `local` ranks sharing the node. */
+int auto_threads(int local) {
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0) return 1;
+    int threads = 1;
+    if (hwloc_topology_load(topo) == 0) {
+        int total = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        int mine = total;
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+            mine = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
+        hwloc_bitmap_free(set);
+        if (total < 1) total = 1;
+        threads = (mine > 0 && mine < total) ? mine : total / local;
+    }
+    hwloc_topology_destroy(topo);
+    return threads < 1 ? 1 : threads;
+}
+
+/* fft_plan=measure|patient: rank 0 of MPI_COMM_WORLD times the plans of the environment's
+ * fft_block length and every rank plans from its wisdom, so that all run the same plans (and
+ * decode the same bits; the fft probe of state_agree_fft, which runs after this, checks it).
+ * Collective over MPI_COMM_WORLD on every rank, whatever its own settings say; every branch
+ * is taken alike on all ranks (decided from agreed values only). */
+void agree_fft_plans(const Settings &s, int rank) {
+    const int64_t rigor = s.fft_plan, block = s.fft_block;
+    int64_t v[4] = {rigor, -rigor, block, -block}, m[4];
+    if (PMPI_Allreduce(v, m, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return;
+    if (m[0] == fft_plan_kind::estimate && m[1] == -fft_plan_kind::estimate) return; /* all estimate */
+    if (m[0] != -m[1] || m[2] != -m[3]) {
+        if (rank == 0)
+            log_warn("MPI_Init: fft_plan (or fft_block) differs across ranks; fft_topk plans with FFTW_ESTIMATE "
+                     "everywhere. Give every rank the same COMPMPI_FFT_PLAN and COMPMPI_FFT_BLOCK.");
+        return;
+    }
+    const std::string rname = rigor == fft_plan_kind::patient ? "patient" : "measure";
+    if (block <= 0) {
+        if (rank == 0)
+            log_warn("MPI_Init: fft_plan=%s has no effect: fft_block=0 (one transform per buffer, a length per "
+                     "buffer size) is planned with FFTW_ESTIMATE", rname.c_str());
+        return;
+    }
+    const auto rig = rigor == fft_plan_kind::patient ? fft_topk::PlanRigor::patient : fft_topk::PlanRigor::measure;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string wisdom;
+    if (rank == 0) wisdom = fft_topk::tune_plans(static_cast<size_t>(block), rig);
+    uint64_t size = wisdom.size();
+    int ok = 0, all = 0;
+    if (PMPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD) == MPI_SUCCESS && size > 0 && size < (1u << 30)) {
+        wisdom.resize(size);
+        if (PMPI_Bcast(&wisdom[0], static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD) == MPI_SUCCESS)
+            ok = rank == 0 ? 1
+                 : COMPMPI_FAULT_ON() && fault_fire(FaultKind::fft_adopt, FaultWhere::any)
+                     ? 0 /* test-only: as if this rank's FFTW could not plan from the wisdom */
+                 : fft_topk::adopt_plans(static_cast<size_t>(block), rig, wisdom) ? 1 : 0;
+    }
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all = 0;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!all) {
+        fft_topk::reset_plans(static_cast<size_t>(block)); /* every rank: back to FFTW_ESTIMATE, no wisdom */
+        if (rank == 0)
+            log_warn("MPI_Init: fft_plan=%s: %s; fft_topk plans with FFTW_ESTIMATE everywhere", rname.c_str(),
+                     size == 0 ? "FFTW could not plan the block length" : "a rank could not plan from rank 0's wisdom");
+    }
+    if (rank == 0) {
+        char line[200];
+        std::snprintf(line, sizeof line, "compmpi-stats-fft-plan: fft_plan=%s length=%lld plan_s=%.3f wisdom_bytes=%llu shared=%s",
+                      rname.c_str(), static_cast<long long>(block), secs, static_cast<unsigned long long>(size),
+                      all ? "yes" : "no");
+        stats_note(line);
+    }
+}
+}  // namespace
+
+ReentryGuard::ReentryGuard() { ++t_depth; }
+ReentryGuard::~ReentryGuard() { --t_depth; }
+bool ReentryGuard::active() { return t_depth > 0; }
+
+bool runtime_active() { return g_active.load(std::memory_order_acquire); }
+
+int raise_error(MPI_Comm comm, int code) {
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+void runtime_init() {
+    ReentryGuard guard;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    log_set_rank(rank);
+    std::string err;
+    Status st = state_global_init(&err);
+    if (st != Status::ok)
+        err += ". libcompmpi stops the job at MPI_Init on an invalid configuration: fix or unset the variable";
+    /* every rank parsed its own environment: print a message shared by all ranks once */
+    if (state_agree_error(MPI_COMM_WORLD, "MPI_Init", st, err) != Status::ok) {
+        /* give the launcher a moment to forward the message before the abort tears the job down */
+        std::fflush(stderr);
+        PMPI_Barrier(MPI_COMM_WORLD);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        /* rank 0 tears the job down (one abort notice, not one per rank); the others wait
+         * for it and abort themselves only if it did not happen */
+        if (rank != 0) std::this_thread::sleep_for(std::chrono::seconds(10));
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const Settings &s = global_settings();
+    if (s.simd != simd_kind::auto_)
+        simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
+                   : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
+    const int local = node_local_ranks(); /* collective: on every rank, before any local choice */
+    /* statistics on if any rank asked (MPMD ranks may differ): collective, agreed before use */
+    int want = s.stats ? 1 : 0, any = want;
+    PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    stats_enable(any != 0);
+    kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
+    mpi_cuda_aware_init();
+    agree_fft_plans(s, rank); /* before the world's fft probe (state_agree) */
+    if (state_keyval_create() != Status::ok) {
+        log_error("could not create the communicator attribute; libcompmpi passes every call through");
+        return;
+    }
+    CommState *world = state_get(MPI_COMM_WORLD);
+    if (world && state_agree(MPI_COMM_WORLD, world, "MPI_Init") == Status::mismatch) state_set_env_mismatch();
+    if (world) state_set_env_fft(world->fft); /* (probed there where the environment chose fft_topk) */
+    if (rank == 0) state_warn_inapplicable(env_layer(), SettingSource::env, SettingLayer{}, SettingLayer{}, "MPI_Init");
+    if (s.print_config && rank == 0) {
+        Settings r;
+        Resolution why;
+        state_resolve_layers(env_layer(), SettingLayer{}, SettingLayer{}, &r, &why, nullptr);
+        settings_print(stderr, r, why, "process, from defaults and COMPMPI_* variables");
+        std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
+        std::fprintf(stderr, "  (built for %s: %s; CUDA-aware MPI: %s)\n", mpi_family_name(mpi_family_built()),
+                     mpi_family_describe().c_str(), mpi_cuda_aware() ? "yes" : "no");
+    }
+    g_active.store(true, std::memory_order_release);
+}
+
+void runtime_finalize() {
+    if (!g_active.exchange(false)) return;
+    verdict_invalidate(); /* no memoised verdict outlives the library's activity */
+    ReentryGuard guard;
+    /* stats_report is collective: ranks launched with different COMPMPI_STATS (MPMD) agreed
+     * at MPI_Init, else a rank without it would leave the others waiting in the report */
+    if (stats_enabled()) stats_report(MPI_COMM_WORLD);
+    state_keyval_free();
+}
+
+int runtime_mpi_init(int *argc, char ***argv, int required, int *provided, const char *what) {
+    mpi_family_check(what); /* before anything reaches an MPI of the wrong family (mpi4py: its
+                             * MPI was dlopen()ed after our load-time check) */
+    UpperClean upper;
+    const int level = nb_init_level(required);
+    int rc = PMPI_Init_thread(argc, argv, level > required ? level : required, provided);
+    if (rc == MPI_SUCCESS) nb_init_done(*provided), runtime_init();
+    return rc;
+}
+
+int runtime_mpi_finalize() {
+    UpperClean upper;
+    nb_finalize();
+    runtime_finalize();
+    return PMPI_Finalize();
+}
+
+}  // namespace compmpi

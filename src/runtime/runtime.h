@@ -1,0 +1,35 @@
+/* Library life cycle: set up after PMPI_Init, torn down before PMPI_Finalize. */
+#pragma once
+#include <mpi.h>
+
+namespace compmpi {
+
+/* After PMPI_Init*: read and validate the environment (abort with a message if invalid),
+ * create the attribute keyval, choose kernel threads, agree on settings over
+ * MPI_COMM_WORLD, print the configuration if asked. */
+void runtime_init();
+/* Before PMPI_Finalize: statistics, keyval. */
+void runtime_finalize();
+bool runtime_active();
+
+/* MPI_Init / MPI_Init_thread (what names which): the family check, PMPI_Init_thread at the
+ * level the progress threads need (MPI_THREAD_MULTIPLE, src/runtime/progress.h) or the
+ * caller's if higher -- MPI may give more than asked -- then runtime_init. */
+int runtime_mpi_init(int *argc, char ***argv, int required, int *provided, const char *what);
+/* MPI_Finalize: drain the progress threads, runtime_finalize, PMPI_Finalize. */
+int runtime_mpi_finalize();
+
+/* Raise an MPI error on comm through its error handler and return the code. */
+int raise_error(MPI_Comm comm, int code);
+
+/* Per-thread re-entry guard: libcompmpi's own MPI calls never compress again. */
+class ReentryGuard {
+  public:
+    ReentryGuard();
+    ~ReentryGuard();
+    static bool active();
+    ReentryGuard(const ReentryGuard &) = delete;
+    ReentryGuard &operator=(const ReentryGuard &) = delete;
+};
+
+}  // namespace compmpi
