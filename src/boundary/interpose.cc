@@ -28,7 +28,9 @@ COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *p
     return runtime_mpi_init(argc, argv, required, provided, "MPI_Init_thread");
 }
 
-COMPMPI_EXPORT int MPI_Finalize(void) { return runtime_mpi_finalize(); }
+COMPMPI_EXPORT int MPI_Finalize(void) {
+    return runtime_mpi_finalize();
+}
 
 /* ---- blocking collectives (src/runtime/dispatch.h) ---- */
 
@@ -62,6 +64,8 @@ COMPMPI_EXPORT int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datat
 }
 #endif
 
+/* ---- the calls that carry MPI_Info hints (src/runtime/hints.h) ---- */
+
 COMPMPI_EXPORT int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
     return hints_comm_set_info(comm, info);
 }
@@ -70,32 +74,21 @@ COMPMPI_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm
     return hints_comm_dup_with_info(comm, info, newcomm);
 }
 
-/* MPI_Comm_split_type's info holds hints for creating the communicator (MPICH), not for
- * its later collectives: ours there are warned about, not applied (the new communicator
- * starts from the environment's settings, as after MPI_Comm_split). */
 COMPMPI_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
     return hints_comm_split_type(comm, split_type, key, info, newcomm);
 }
 
 #if MPI_VERSION >= 4
-/* Non-blocking: agreeing on hints would need a collective the caller did not ask to wait
- * for; the new communicator keeps its parent's settings (the attribute is copied). */
 COMPMPI_EXPORT int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
     return hints_comm_idup_with_info(comm, info, newcomm, request);
 }
 
-/* A communicator from a group (MPI-4 sessions): its info's hints are applied as for
- * MPI_Comm_dup_with_info, agreed on the new communicator; a refused hint raises the error on
- * it (the error handler given here) and, if that returns, frees it. */
 COMPMPI_EXPORT int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
                                               MPI_Errhandler errhandler, MPI_Comm *newcomm) {
     return hints_comm_create_from_group(group, stringtag, info, errhandler, newcomm);
 }
 #endif
 
-/* MPI_Comm_get_info: MPI's own hints, plus ours in effect (state_effective_hints): MPICH
- * drops keys it does not know, so compmpi_* keys would otherwise never come back. MPI-3.0
- * calls only (PMPI_Info_set), so this builds against MPI-3.1 libraries too. */
 COMPMPI_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
     return hints_comm_get_info(comm, info_used);
 }
@@ -110,7 +103,7 @@ COMPMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 COMPMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
-                    Coll::iallgather, request);
+                       Coll::iallgather, request);
 }
 
 COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -121,13 +114,13 @@ COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, in
 COMPMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                              MPI_Op op, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
-                    Coll::ireduce_scatter_block, request);
+                       Coll::ireduce_scatter_block, request);
 }
 
 COMPMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
-                    Coll::ireduce_scatter, request);
+                       Coll::ireduce_scatter, request);
 }
 
 #if MPI_VERSION >= 4
@@ -135,34 +128,36 @@ COMPMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const
 
 COMPMPI_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                       MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::allreduce_init,
-                              info, request);
+    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false),
+                                    Coll::allreduce_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                       MPI_Request *request) {
-    return dispatch_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
-                              Coll::allgather_init, info, request);
+    return dispatch_persistent_init(
+        args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false), Coll::allgather_init,
+        info, request);
 }
 
-COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
-                                  MPI_Request *request) {
-    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info, request);
+COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                                  MPI_Info info, MPI_Request *request) {
+    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info,
+                                    request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
                                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                  MPI_Request *request) {
     return dispatch_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
-                              Coll::reduce_scatter_block_init, info, request);
+                                    Coll::reduce_scatter_block_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                            MPI_Request *request) {
     return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
-                              Coll::reduce_scatter_init, info, request);
+                                    Coll::reduce_scatter_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Start(MPI_Request *request) {
@@ -207,8 +202,8 @@ COMPMPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, 
     return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false));
 }
 
-COMPMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+COMPMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                                      MPI_Op op, MPI_Comm comm) {
     return dispatch(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm));
 }
 
@@ -237,7 +232,7 @@ COMPMPI_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Coun
 COMPMPI_EXPORT int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
-                    Coll::iallgather, request);
+                       Coll::iallgather, request);
 }
 
 COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -248,7 +243,7 @@ COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype data
 COMPMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
-                    Coll::ireduce_scatter_block, request);
+                       Coll::ireduce_scatter_block, request);
 }
 
 COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -256,34 +251,34 @@ COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, con
     /* MPI_Count blocks: the progress thread runs what MPI_Reduce_scatter_c runs (its
      * large-count rules); not eligible: PMPI_Ireduce_scatter_c */
     return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
-                    Coll::ireduce_scatter, request);
+                       Coll::ireduce_scatter, request);
 }
 
-/* Persistent large-count forms: like MPI_Allreduce_init & co. up to INT_MAX elements (the
- * user's handle is a never-started PMPI_*_init_c request); above it PMPI_*_init_c. */
 COMPMPI_EXPORT int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true), Coll::allreduce_init,
-                              info, request);
+    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true),
+                                    Coll::allreduce_init, info, request);
 }
 
-COMPMPI_EXPORT int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                                        MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
-                              Coll::allgather_init, info, request);
+COMPMPI_EXPORT int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                        MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                        MPI_Request *request) {
+    return dispatch_persistent_init(
+        args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true), Coll::allgather_init,
+        info, request);
 }
 
 COMPMPI_EXPORT int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
                                     MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, true), Coll::bcast_init, info, request);
+    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, true), Coll::bcast_init, info,
+                                    request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                    MPI_Request *request) {
     return dispatch_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
-                              Coll::reduce_scatter_block_init, info, request);
+                                    Coll::reduce_scatter_block_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -292,6 +287,6 @@ COMPMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf,
     /* MPI_Count blocks: each run is what MPI_Reduce_scatter_c runs; not eligible:
      * PMPI_Reduce_scatter_init_c */
     return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
-                              Coll::reduce_scatter_init, info, request);
+                                    Coll::reduce_scatter_init, info, request);
 }
 #endif

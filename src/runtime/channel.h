@@ -53,14 +53,14 @@ struct NbOp {
     Settings settings{}; /* the user communicator's settings when the call was issued */
     MPI_Request greq = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
-    CommState *own = nullptr;       /* persistent: the request's own state (else the channel's) */
-    std::shared_ptr<void> keep;     /* keeps `own` alive while the operation runs */
-    OwnedCounts counts;             /* reduce_scatter: a.recvcounts points here */
-    uint64_t index = 0;             /* place in the channel's issue order (every rank alike) */
-    bool gated = false;             /* the cost model decides this operation */
+    CommState *own = nullptr;   /* persistent: the request's own state (else the channel's) */
+    std::shared_ptr<void> keep; /* keeps `own` alive while the operation runs */
+    OwnedCounts counts;         /* reduce_scatter: a.recvcounts points here */
+    uint64_t index = 0;         /* place in the channel's issue order (every rank alike) */
+    bool gated = false;         /* the cost model decides this operation */
     NbClass cls;
     std::chrono::steady_clock::time_point t_issue{};
-    bool woke = false;              /* the thread was idle when this operation was queued */
+    bool woke = false; /* the thread was idle when this operation was queued */
 };
 
 /* The progress channel of one user communicator: its private duplicates and a FIFO served
@@ -78,7 +78,7 @@ struct NbChannel {
     std::deque<std::shared_ptr<NbOp>> q;
     bool stop = false;
     bool joined = false;
-    bool idle = false;          /* the thread waits for work */
+    bool idle = false; /* the thread waits for work */
     /* guarded by mu: operations issued so far, the classes that go direct and from which
      * index, and whether an agreement on a new one is under way (then every gated operation
      * is queued; the thread issues those that turn out direct, in index order) */
@@ -101,9 +101,6 @@ NbChannel *channel_get(MPI_Comm comm);
  * an index at or below op's, else queued for the progress thread under a generalized
  * request. *request gets the user's handle (`comm`: the user's communicator, for errors). */
 int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request);
-
-/* -1: compress (hand it to the channel); else the pass-through reason. Caller holds st.mu. */
-int nb_reason(const CollArgs &a, Coll entry, CommState &st);
 
 /* An MPI-4 _c call whose counts exceed INT_MAX: counted (reason count_above_int_max) and
  * true; such calls pass through to PMPI_I*_c / PMPI_*_init_c. */

@@ -17,37 +17,29 @@ int dispatch(CollArgs a) noexcept {
     UpperClean upper;
     try {
         CollStats &cs = stats(a.kind);
+        /* a verdict the full path reached before for this signature (src/runtime/verdict.h); it
+         * is always a pass-through, so it may be looked up before the signature's own rules */
+        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_ON();
         int reason = -1;
-        /* a verdict the full path reached before for this signature (src/runtime/verdict.h); it is
-         * always a pass-through, so it may be looked up before the signature's own rules */
-        VerdictKey vk;
-        bool memo = false;
-        if (!runtime_active()) reason = eligibility_reason("not_initialized");
-        else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
-        else if ((memo = !stats_enabled() && !COMPMPI_FAULT_ON()) && verdict_lookup_call(a, &reason))
+        if (memo && verdict_lookup_call(a, &reason))
             return passthrough(a); /* not counted: with statistics off nothing reads the counters */
-        else {
-            memo = memo && verdict_key(a, &vk);
-            reason = eligibility_precheck(a);
-        }
+        VerdictKey vk;
+        const bool store = memo && verdict_key(a, &vk);
+        const uint64_t gen = store ? verdict_generation() : 0;
+        CommState *st = nullptr;
+        reason = eligibility_begin(a, &st);
         if (reason < 0) {
-            const uint64_t gen = memo ? verdict_generation() : 0;
-            CommState *st = state_get(a.comm);
-            if (!st) {
-                reason = eligibility_reason("no_state");
-            } else {
-                std::lock_guard<std::mutex> lk(st->mu);
-                reason = eligibility_check(a, *st);
-                if (reason < 0) {
-                    ReentryGuard guard;
-                    verdict_take_final();
-                    const int rc = dispatch_float_view(a, *st);
-                    const int final_reason = verdict_take_final();
-                    if (memo && final_reason >= 0) verdict_store(vk, final_reason, gen);
-                    return rc;
-                }
-                if (memo) verdict_store(vk, reason, gen);
+            std::lock_guard<std::mutex> lk(st->mu);
+            reason = eligibility_entry(a, a.kind, *st);
+            if (reason < 0) {
+                ReentryGuard guard;
+                verdict_take_final();
+                const int rc = dispatch_float_view(a, *st);
+                const int final_reason = verdict_take_final();
+                if (store && final_reason >= 0) verdict_store(vk, final_reason, gen);
+                return rc;
             }
+            if (store) verdict_store(vk, reason, gen);
         }
         cs.passthrough++;
         cs.reason[reason]++;
@@ -67,7 +59,8 @@ int dispatch_float_view(const CollArgs &a, CommState &st) {
     bool device = false;
     int rc = float_view_begin(a, st.rank, st.size, &v, &device);
     if (device) device_abort(a, "a derived datatype that is not one dense run of floats needs packing on the host");
-    if (rc == MPI_SUCCESS) rc = device_run_placed(v.args, st);
+    if (rc == MPI_SUCCESS)
+        rc = device_run_placed(v.args, st);
     else { /* the peers are already inside the collective: do not leave them waiting */
         log_error("%s: packing the datatype failed (MPI error %d); aborting", coll_name(a.kind), rc);
         PMPI_Abort(a.comm, 1);

@@ -12,6 +12,16 @@
 
 namespace compmpi {
 
+/* The prelude every entry point shares (blocking, non-blocking, persistent):
+ * eligibility_begin -- the library is active and not re-entered, the rules without state,
+ * the communicator's state (-1 and *st, or the reason); then, with st->mu held,
+ * eligibility_entry -- the communicator's rules for `entry` (a.kind for a blocking call; a
+ * non-blocking or persistent entry point adds its own bit of the collectives setting, the
+ * thread level its progress thread needs, and the blocking calls' exact verdict on its
+ * class). -1: eligible, else the pass-through reason. */
+int eligibility_begin(CollArgs &a, CommState **st);
+int eligibility_entry(const CollArgs &a, Coll entry, CommState &st);
+
 /* Rules that need no communicator state; -1 if all pass, else the reason index. Sets
  * a.elems when the datatype rule passes. */
 int eligibility_precheck(CollArgs &a);

@@ -60,7 +60,9 @@ int free_fn(void *extra) {
 }
 /* MPI: a non-blocking collective cannot be cancelled; MPI_Cancel has no effect (the
  * operation completes normally and MPI_Test_cancelled says false). */
-int cancel_fn(void *, int) { return MPI_SUCCESS; }
+int cancel_fn(void *, int) {
+    return MPI_SUCCESS;
+}
 
 void stop_channel(NbChannel *ch) {
     {
@@ -160,8 +162,10 @@ void issue_direct_queued(NbChannel *ch) {
         const int rc = passthrough_nb(b, &r);
         stats(op.entry).passthrough++;
         stats(op.entry).reason[eligibility_reason("cost_model")]++;
-        if (rc != MPI_SUCCESS) complete(op, rc);
-        else ch->inflight.emplace_back(r, *it);
+        if (rc != MPI_SUCCESS)
+            complete(op, rc);
+        else
+            ch->inflight.emplace_back(r, *it);
         it = ch->q.erase(it);
     }
 }
@@ -208,8 +212,10 @@ void agree_direct(NbChannel *ch, const NbClass &cls) {
     ch->agreeing = false;
     if (rc != MPI_SUCCESS) {
         /* the ranks cannot be known to agree: the class stays on this thread (exact, as decided) */
-        log_warn("non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
-                 "progress thread", rc);
+        log_warn(
+            "non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
+            "progress thread",
+            rc);
         return;
     }
     ch->direct_from[cls] = from;
@@ -263,31 +269,6 @@ void channel_loop(NbChannel *ch) {
         complete(*op, rc);
         if (!ch->inflight.empty()) poll_inflight(ch);
     }
-}
-
-/* Have the BLOCKING calls of this communicator already found the exact collective faster for
- * this call's class and plan? Their table changes only inside blocking calls, which every rank
- * makes in the same program order, so the answer is the same on every rank at issue time and
- * the call goes to PMPI_I* on the user's communicator. Otherwise the non-blocking calls' own
- * measurements decide (NbChannel). */
-bool cost_says_plain(CommState &st, const CollArgs &a) {
-    const Settings &s = st.settings;
-    if (!cost_gated(s) || !st.cost) return false;
-    const size_t n = static_cast<size_t>(coll_elements(a));
-    Plan plan;
-    if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) return false;
-    const size_t bytes = n * sizeof(float);
-    auto it = st.cost->entries.find({static_cast<int>(a.kind), cost_size_class(bytes),
-                                     static_cast<int>(plan.codec->id), plan.params.bits});
-    if (it == st.cost->entries.end()) return false;
-    const CostEntry &e = it->second;
-    return cost_entry_decided(e) && !cost_entry_verdict(e, s.cost_margin);
-}
-
-int reason_index(const char *name) {
-    for (int i = 0; i < kMaxReasons; ++i)
-        if (std::strcmp(eligibility_reason_name(i), name) == 0) return i;
-    return kMaxReasons - 1;
 }
 
 }  // namespace
@@ -354,18 +335,8 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
     return MPI_SUCCESS;
 }
 
-/* -1: compress; else the pass-through reason. Caller holds st.mu. */
-int nb_reason(const CollArgs &a, Coll entry, CommState &st) {
-    /* the table checks the blocking collective's bit; the entry point has its own */
-    const auto saved = st.settings.collectives;
-    st.settings.collectives |= 1u << static_cast<int>(a.kind);
-    int reason = eligibility_check(a, st);
-    st.settings.collectives = saved;
-    if (reason >= 0) return reason;
-    if (!((st.settings.collectives >> static_cast<int>(entry)) & 1u)) return reason_index("collective_disabled");
-    if (!g_progress || g_provided < MPI_THREAD_MULTIPLE) return eligibility_reason("no_thread_multiple");
-    if (cost_says_plain(st, a)) return eligibility_reason("cost_model");
-    return -1;
+bool nb_threads_ok() {
+    return g_progress && g_provided >= MPI_THREAD_MULTIPLE;
 }
 
 bool nb_above_int_max(const CollArgs &a, Coll entry) {
@@ -377,7 +348,9 @@ bool nb_above_int_max(const CollArgs &a, Coll entry) {
     return true;
 }
 
-bool nb_on_progress_thread() { return t_progress; }
+bool nb_on_progress_thread() {
+    return t_progress;
+}
 
 int nb_init_level(int required) {
     const char *e = std::getenv("COMPMPI_NB_PROGRESS");
@@ -385,7 +358,9 @@ int nb_init_level(int required) {
     return g_progress ? MPI_THREAD_MULTIPLE : required;
 }
 
-void nb_init_done(int provided) { g_provided = provided; }
+void nb_init_done(int provided) {
+    g_provided = provided;
+}
 
 void nb_finalize() {
     std::vector<NbChannel *> chans;
@@ -404,30 +379,23 @@ int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
     if (nb_above_int_max(a, entry)) return passthrough_nb(a, request);
     try {
         CollStats &cs = stats(entry);
-        int reason = -1;
-        if (!runtime_active()) reason = eligibility_reason("not_initialized");
-        else if (ReentryGuard::active()) reason = eligibility_reason("reentered");
-        else reason = eligibility_precheck(a);
+        CommState *st = nullptr;
+        int reason = eligibility_begin(a, &st);
         NbChannel *ch = nullptr;
         std::shared_ptr<NbOp> op;
         if (reason < 0) {
-            CommState *st = state_get(a.comm);
-            if (!st) {
-                reason = eligibility_reason("no_state");
-            } else {
-                std::lock_guard<std::mutex> lk(st->mu);
-                reason = nb_reason(a, entry, *st);
-                if (reason < 0) {
-                    op = std::make_shared<NbOp>();
-                    op->a = a;
-                    op->counts.take(op->a, st->size);
-                    op->entry = entry;
-                    op->settings = st->settings;
-                    op->gated = cost_gated(st->settings);
-                    op->cls = NbClass{static_cast<int>(entry),
-                                      cost_size_class(static_cast<size_t>(coll_elements(a)) * sizeof(float)),
-                                      st->settings_epoch, 0};
-                }
+            std::lock_guard<std::mutex> lk(st->mu);
+            reason = eligibility_entry(a, entry, *st);
+            if (reason < 0) {
+                op = std::make_shared<NbOp>();
+                op->a = a;
+                op->counts.take(op->a, st->size);
+                op->entry = entry;
+                op->settings = st->settings;
+                op->gated = cost_gated(st->settings);
+                op->cls = NbClass{static_cast<int>(entry),
+                                  cost_size_class(static_cast<size_t>(coll_elements(a)) * sizeof(float)),
+                                  st->settings_epoch, 0};
             }
         }
         if (op) {

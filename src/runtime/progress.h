@@ -26,6 +26,8 @@ void nb_init_done(int provided);
 void nb_finalize();
 /* Whether the calling thread is a progress thread (statistics tell its exact runs apart). */
 bool nb_on_progress_thread();
+/* Whether non-blocking calls can have progress threads (MPI_THREAD_MULTIPLE, nb_progress on). */
+bool nb_threads_ok();
 
 /* MPI_Iallreduce & co.: `a` holds the arguments (a.kind is the blocking collective), `entry`
  * the non-blocking kind for statistics and settings. */
