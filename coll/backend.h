@@ -29,7 +29,7 @@ struct Backend {
      * with the same slot; nullptr on allocation failure. */
     float *(*scratch)(void *ctx, int slot, size_t n);
     void (*copy)(void *ctx, float *dst, const float *src, size_t n);
-    void (*add)(void *ctx, float *dst, const float *src, size_t n);               /* dst += src */
+    void (*add)(void *ctx, float *dst, const float *src, size_t n);   /* dst += src */
     void (*sum)(void *ctx, float *dst, const float *a, const float *b, size_t n); /* dst = a + b */
     void (*sub)(void *ctx, float *dst, const float *a, const float *b, size_t n); /* dst = a - b */
     /* codec->prepare on backend data (shared scale); nonfinite on NaN/Inf */

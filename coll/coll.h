@@ -47,8 +47,8 @@ struct HierState {
 /* What the compressed algorithms keep per communicator. The runtime's communicator state
  * owns one (src/runtime/state.h); its communicators are freed with it. */
 struct CollState {
-    uint64_t calls = 0;  /* compressed calls so far (RNG streams: every rank counts alike) */
-    CollWorkspace ws;    /* host blob workspaces */
+    uint64_t calls = 0; /* compressed calls so far (RNG streams: every rank counts alike) */
+    CollWorkspace ws;   /* host blob workspaces */
     CpuBackendState cpu; /* the host backend's scratch (backend_cpu's ctx) */
     HierState hier;
     /* private duplicates for point-to-point messages of compressed algorithms (halving-
@@ -69,7 +69,7 @@ struct CollCtx {
     const CodecOps *codec;
     CodecParams params;
     CollStats *stats;
-    const Backend *be; /* where the data lives (host or device) */
+    const Backend *be;  /* where the data lives (host or device) */
     void *be_ctx;
     int mpi_err = MPI_SUCCESS;
     /* error feedback (allreduce, reduce-scatter): ef_res = the buffer's residual, added to the input
@@ -110,8 +110,7 @@ Status coll_upload(CollCtx &c, const float *h, size_t n, float *dst);
 /* An MPI call fn(in, io) on float data in backend memory: in = n floats MPI reads (or
  * MPI_IN_PLACE / nullptr, passed as they are), io = n floats MPI reads and/or writes. With
  * c.stage_mpi, on host copies (io written back when fn succeeds); else on the pointers. */
-int coll_mpi_floats(CollCtx &c, const void *in, float *io, size_t n,
-                    const std::function<int(const void *, float *)> &fn);
+int coll_mpi_floats(CollCtx &c, const void *in, float *io, size_t n, const std::function<int(const void *, float *)> &fn);
 
 /* Dense codecs: reduce-scatter + allgather of blobs. */
 Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);

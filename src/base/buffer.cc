@@ -5,10 +5,8 @@
 namespace compmpi {
 
 void BufferFree::operator()(uint8_t *p) const {
-    if (fn)
-        fn(p, kind);
-    else
-        std::free(p);
+    if (fn) fn(p, kind);
+    else std::free(p);
 }
 
 uint8_t *Buffer::get(size_t bytes) {

@@ -23,13 +23,12 @@ class Buffer {
     uint8_t *get(size_t bytes);
     size_t capacity() const { return cap_; }
     void release() { p_.reset(), cap_ = 0; }
-    template <class T>
-    T *as(size_t count) {
-        return reinterpret_cast<T *>(get(count * sizeof(T)));
-    }
+    template <class T> T *as(size_t count) { return reinterpret_cast<T *>(get(count * sizeof(T))); }
     /* Memory from alloc(bytes, kind) / free(p, kind) instead of aligned_alloc (the CUDA
      * module's pinned host memory, which its backend DMAs directly); set before first use. */
-    void use_allocator(AllocFn alloc, FreeFn free, int kind) { alloc_ = alloc, free_ = free, kind_ = kind; }
+    void use_allocator(AllocFn alloc, FreeFn free, int kind) {
+        alloc_ = alloc, free_ = free, kind_ = kind;
+    }
     bool has_allocator() const { return alloc_ != nullptr; }
 
   private:

@@ -18,12 +18,10 @@ enum class CodecId : uint8_t {
 inline const char *codec_id_name(int id) {
     switch (id) {
 #define COMPMPI_CODEC(sym, cid, name) \
-    case cid:                         \
-        return name;
+    case cid: return name;
 #include "base/codecs.def"
 #undef COMPMPI_CODEC
-        default:
-            return nullptr;
+        default: return nullptr;
     }
 }
 

@@ -28,13 +28,13 @@ Spec g_spec;
 std::mutex g_mu;
 std::atomic<uint64_t> g_calls{0}; /* compressed collectives begun on this rank */
 thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
-int g_world_rank = -2; /* -2: not known yet */
+int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
 constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob", "mpi_error",    "fft_differ",
                                   "stage_mpi", "fft_adopt",   "cost_plain",   "cost_compress"};
-constexpr const char *kWheres[] = {"any",    "alltoall",  "allgather",  "bcast", "allreduce",
-                                   "reduce", "ialltoall", "iallgather", "wait"};
+constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
+                                   "ialltoall", "iallgather", "wait"};
 
 bool parse(const char *text, Spec *s, std::string *err) {
     std::string v(text);
@@ -84,8 +84,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
         have_call = true, s->call = 0; /* the first probe / MPI_Init */
     if (s->kind == FaultKind::stage_mpi || s->kind == FaultKind::cost_plain ||
         s->kind == FaultKind::cost_compress) { /* a mode of every rank and call, not an event */
-        if (have_rank || have_call)
-            return *err = std::string(kKinds[static_cast<int>(s->kind)]) + " takes no rank= or call=", false;
+        if (have_rank || have_call) return *err = std::string(kKinds[static_cast<int>(s->kind)]) + " takes no rank= or call=", false;
         have_rank = have_call = true;
     }
     if (!have_rank || !have_call) return *err = "rank= and call= are required", false;
@@ -144,8 +143,8 @@ bool fault_fire(FaultKind kind, FaultWhere where) {
     }
     log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",
              kKinds[static_cast<int>(kind)], kind == FaultKind::mpi_error ? " in PMPI " : "",
-             kind == FaultKind::mpi_error ? kWheres[static_cast<int>(where)] : "",
-             static_cast<unsigned long long>(call), t_coll);
+             kind == FaultKind::mpi_error ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call),
+             t_coll);
     return true;
 }
 
@@ -154,16 +153,12 @@ int fault_mpi_rc(FaultWhere where, int rc) {
     return MPI_ERR_OTHER;
 }
 
-bool fault_stage_mpi() {
-    return g_spec.kind == FaultKind::stage_mpi;
-}
+bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
 
 int fault_cost_force() {
     return g_spec.kind == FaultKind::cost_plain ? -1 : g_spec.kind == FaultKind::cost_compress ? 1 : 0;
 }
 
-int fault_state() {
-    return g_spec.kind == FaultKind::none ? -1 : g_fired ? 1 : 0;
-}
+int fault_state() { return g_spec.kind == FaultKind::none ? -1 : g_fired ? 1 : 0; }
 
 }  // namespace compmpi

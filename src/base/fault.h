@@ -41,17 +41,8 @@
 
 namespace compmpi {
 
-enum class FaultKind : int {
-    none = 0,
-    encode_fail,
-    corrupt_blob,
-    mpi_error,
-    fft_differ,
-    stage_mpi,
-    fft_adopt,
-    cost_plain,
-    cost_compress
-};
+enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
+                             cost_plain, cost_compress };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */
@@ -75,5 +66,5 @@ int fault_state();
 }  // namespace compmpi
 
 /* A PMPI call's return code, through the mpi_error fault. */
-#define COMPMPI_FAULT_MPI(where, rc_expr) \
+#define COMPMPI_FAULT_MPI(where, rc_expr)                                                                   \
     (COMPMPI_FAULT_ON() ? ::compmpi::fault_mpi_rc(::compmpi::FaultWhere::where, (rc_expr)) : (rc_expr))

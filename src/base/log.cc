@@ -18,9 +18,7 @@ void vlog(const char *level, const char *fmt, va_list ap) {
 }
 }  // namespace
 
-void log_set_rank(int rank) {
-    g_rank = rank;
-}
+void log_set_rank(int rank) { g_rank = rank; }
 
 void log_error(const char *fmt, ...) {
     va_list ap;
@@ -51,22 +49,14 @@ void log_info(const char *fmt, ...) {
 
 const char *status_str(Status s) {
     switch (s) {
-        case Status::ok:
-            return "ok";
-        case Status::invalid_arg:
-            return "invalid argument";
-        case Status::corrupt:
-            return "corrupted payload";
-        case Status::no_memory:
-            return "out of memory";
-        case Status::unsupported:
-            return "unsupported";
-        case Status::nonfinite:
-            return "NaN or Inf in data";
-        case Status::mpi_error:
-            return "MPI error";
-        case Status::mismatch:
-            return "settings differ across ranks";
+        case Status::ok: return "ok";
+        case Status::invalid_arg: return "invalid argument";
+        case Status::corrupt: return "corrupted payload";
+        case Status::no_memory: return "out of memory";
+        case Status::unsupported: return "unsupported";
+        case Status::nonfinite: return "NaN or Inf in data";
+        case Status::mpi_error: return "MPI error";
+        case Status::mismatch: return "settings differ across ranks";
     }
     return "unknown status";
 }

@@ -34,23 +34,17 @@ MpiFamily mpi_family_built() {
 
 const char *mpi_family_name(MpiFamily f) {
     switch (f) {
-        case MpiFamily::mpich:
-            return "MPICH";
-        case MpiFamily::openmpi:
-            return "Open MPI";
-        default:
-            return "unknown";
+        case MpiFamily::mpich: return "MPICH";
+        case MpiFamily::openmpi: return "Open MPI";
+        default: return "unknown";
     }
 }
 
 const char *mpi_family_id(MpiFamily f) {
     switch (f) {
-        case MpiFamily::mpich:
-            return "mpich";
-        case MpiFamily::openmpi:
-            return "openmpi";
-        default:
-            return "unknown";
+        case MpiFamily::mpich: return "mpich";
+        case MpiFamily::openmpi: return "openmpi";
+        default: return "unknown";
     }
 }
 
@@ -169,8 +163,9 @@ std::string mpi_family_conflict() {
     if (!ours.empty()) msg += " (" + ours + ")";
     msg += ", but " + std::string(mpi_family_name(other)) + " (" + theirs +
            ") is loaded in this process too: the program is built for " + mpi_family_name(other) +
-           ", and two MPI libraries cannot share a process. Use the libcompmpi built for " + mpi_family_name(other) +
-           ": " + mpi_family_libcompmpi(other) + " (configure --with-mpi=" + mpi_family_id(other) + ")";
+           ", and two MPI libraries cannot share a process. Use the libcompmpi built for " +
+           mpi_family_name(other) + ": " + mpi_family_libcompmpi(other) + " (configure --with-mpi=" +
+           mpi_family_id(other) + ")";
     return msg;
 }
 
@@ -185,9 +180,7 @@ void mpi_family_check(const char *when) {
 
 namespace {
 /* A C program linked to the other MPI has both libraries loaded before main(): stop at once. */
-__attribute__((constructor)) void family_check_at_load() {
-    mpi_family_check("load");
-}
+__attribute__((constructor)) void family_check_at_load() { mpi_family_check("load"); }
 }  // namespace
 
 /* ---------------------------------------------------------------- MPI-4 fallbacks */
@@ -227,9 +220,7 @@ void mpi_cuda_aware_init() {
 #endif
 }
 
-bool mpi_cuda_aware() {
-    return g_cuda_aware;
-}
+bool mpi_cuda_aware() { return g_cuda_aware; }
 
 const char *mpi_cuda_aware_compiled() {
 #if defined(COMPMPI_FAMILY_OPENMPI)

@@ -27,8 +27,8 @@ enum class MpiFamily { unknown = 0, mpich = 1, openmpi = 2 };
 
 /* The family this build is for (from mpi.h: OPEN_MPI / MPICH_VERSION). */
 MpiFamily mpi_family_built();
-const char *mpi_family_name(MpiFamily f); /* "MPICH", "Open MPI", "unknown" */
-const char *mpi_family_id(MpiFamily f);   /* "mpich", "openmpi", "unknown"  */
+const char *mpi_family_name(MpiFamily f);     /* "MPICH", "Open MPI", "unknown" */
+const char *mpi_family_id(MpiFamily f);       /* "mpich", "openmpi", "unknown"  */
 /* File name of this build's libcompmpi ("libcompmpi.so" or "libcompmpi_openmpi.so"). */
 const char *mpi_family_libcompmpi(MpiFamily f);
 /* One line: family, MPI version of mpi.h, MPI standard version, large-count support. */

@@ -16,9 +16,7 @@ namespace compmpi {
 
 namespace {
 
-const SettingDesc &desc(SettingId id) {
-    return kSettings[static_cast<int>(id)];
-}
+const SettingDesc &desc(SettingId id) { return kSettings[static_cast<int>(id)]; }
 
 std::string lower(std::string_view s) {
     std::string r(s);
@@ -39,8 +37,9 @@ std::string trim(std::string_view s) {
 
 Status fail(const SettingDesc &d, std::string_view text, std::string *err, const std::string &why = "") {
     if (err) {
-        *err = "invalid value '" + std::string(text) + "' for setting '" + d.name + "' (COMPMPI_" + upper(d.name) +
-               ", hint compmpi_" + d.name + "): allowed " + setting_allowed(static_cast<SettingId>(&d - kSettings));
+        *err = "invalid value '" + std::string(text) + "' for setting '" + d.name + "' (COMPMPI_" +
+               upper(d.name) + ", hint compmpi_" + d.name + "): allowed " +
+               setting_allowed(static_cast<SettingId>(&d - kSettings));
         if (!why.empty()) *err += "; " + why;
     }
     return Status::invalid_arg;
@@ -98,24 +97,18 @@ Status parse_value(const SettingDesc &d, std::string_view raw, setting_FLOAT *ou
 
 Status parse_value(const SettingDesc &d, std::string_view raw, setting_SIZE *out, std::string *err) {
     std::string t = trim(raw);
-    if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0])))
-        return fail(d, raw, err, "expected bytes, e.g. 65536, 64K, 16M");
+    if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0]))) return fail(d, raw, err, "expected bytes, e.g. 65536, 64K, 16M");
     char *end = nullptr;
     errno = 0;
     unsigned long long v = std::strtoull(t.c_str(), &end, 10);
     if (errno) return fail(d, raw, err);
     std::string suf = lower(end);
     unsigned long long mul = 1;
-    if (suf == "" || suf == "b")
-        mul = 1;
-    else if (suf == "k" || suf == "kb" || suf == "kib")
-        mul = 1ull << 10;
-    else if (suf == "m" || suf == "mb" || suf == "mib")
-        mul = 1ull << 20;
-    else if (suf == "g" || suf == "gb" || suf == "gib")
-        mul = 1ull << 30;
-    else
-        return fail(d, raw, err, "unknown unit (use K, M or G)");
+    if (suf == "" || suf == "b") mul = 1;
+    else if (suf == "k" || suf == "kb" || suf == "kib") mul = 1ull << 10;
+    else if (suf == "m" || suf == "mb" || suf == "mib") mul = 1ull << 20;
+    else if (suf == "g" || suf == "gb" || suf == "gib") mul = 1ull << 30;
+    else return fail(d, raw, err, "unknown unit (use K, M or G)");
     if (v > (~0ull) / mul) return fail(d, raw, err, "too large");
     v *= mul;
     double lo, hi;
@@ -160,27 +153,13 @@ Status parse_codec(const SettingDesc &d, std::string_view raw, setting_CODEC *ou
 }
 
 /* One parser per TYPE token of settings.def. */
-Status parse_ENUM(const SettingDesc &d, std::string_view t, setting_ENUM *o, std::string *e) {
-    return parse_enum(d, t, o, e);
-}
-Status parse_LIST(const SettingDesc &d, std::string_view t, setting_LIST *o, std::string *e) {
-    return parse_list(d, t, o, e);
-}
-Status parse_INT(const SettingDesc &d, std::string_view t, setting_INT *o, std::string *e) {
-    return parse_value(d, t, o, e);
-}
-Status parse_FLOAT(const SettingDesc &d, std::string_view t, setting_FLOAT *o, std::string *e) {
-    return parse_value(d, t, o, e);
-}
-Status parse_SIZE(const SettingDesc &d, std::string_view t, setting_SIZE *o, std::string *e) {
-    return parse_value(d, t, o, e);
-}
-Status parse_BOOL(const SettingDesc &d, std::string_view t, setting_BOOL *o, std::string *e) {
-    return parse_value(d, t, o, e);
-}
-Status parse_CODEC(const SettingDesc &d, std::string_view t, setting_CODEC *o, std::string *e) {
-    return parse_codec(d, t, o, e);
-}
+Status parse_ENUM(const SettingDesc &d, std::string_view t, setting_ENUM *o, std::string *e) { return parse_enum(d, t, o, e); }
+Status parse_LIST(const SettingDesc &d, std::string_view t, setting_LIST *o, std::string *e) { return parse_list(d, t, o, e); }
+Status parse_INT(const SettingDesc &d, std::string_view t, setting_INT *o, std::string *e) { return parse_value(d, t, o, e); }
+Status parse_FLOAT(const SettingDesc &d, std::string_view t, setting_FLOAT *o, std::string *e) { return parse_value(d, t, o, e); }
+Status parse_SIZE(const SettingDesc &d, std::string_view t, setting_SIZE *o, std::string *e) { return parse_value(d, t, o, e); }
+Status parse_BOOL(const SettingDesc &d, std::string_view t, setting_BOOL *o, std::string *e) { return parse_value(d, t, o, e); }
+Status parse_CODEC(const SettingDesc &d, std::string_view t, setting_CODEC *o, std::string *e) { return parse_codec(d, t, o, e); }
 
 std::string nth_allowed(const char *allowed, int idx) {
     std::string s(allowed);
@@ -189,18 +168,14 @@ std::string nth_allowed(const char *allowed, int idx) {
     return s.substr(pos, s.find('|', pos) - pos);
 }
 
-std::string fmt_ENUM(const SettingDesc &d, setting_ENUM v) {
-    return nth_allowed(d.allowed, v);
-}
+std::string fmt_ENUM(const SettingDesc &d, setting_ENUM v) { return nth_allowed(d.allowed, v); }
 std::string fmt_LIST(const SettingDesc &d, setting_LIST v) {
     std::string r;
     for (int i = 0; i < 32; ++i)
         if (v & (1u << i)) r += (r.empty() ? "" : ",") + nth_allowed(d.allowed, i);
     return r.empty() ? "none" : r;
 }
-std::string fmt_INT(const SettingDesc &, setting_INT v) {
-    return std::to_string(v);
-}
+std::string fmt_INT(const SettingDesc &, setting_INT v) { return std::to_string(v); }
 std::string fmt_FLOAT(const SettingDesc &, setting_FLOAT v) {
     char b[64];
     for (int prec = 6; prec <= 17; ++prec) { /* the shortest text that reads back as v */
@@ -209,12 +184,8 @@ std::string fmt_FLOAT(const SettingDesc &, setting_FLOAT v) {
     }
     return b;
 }
-std::string fmt_SIZE(const SettingDesc &, setting_SIZE v) {
-    return std::to_string(v);
-}
-std::string fmt_BOOL(const SettingDesc &, setting_BOOL v) {
-    return v ? "1" : "0";
-}
+std::string fmt_SIZE(const SettingDesc &, setting_SIZE v) { return std::to_string(v); }
+std::string fmt_BOOL(const SettingDesc &, setting_BOOL v) { return v ? "1" : "0"; }
 std::string fmt_CODEC(const SettingDesc &, setting_CODEC v) {
     const char *name = codec_id_name(v);
     return name ? name : "?";
@@ -233,24 +204,18 @@ bool setting_lookup(std::string_view key, SettingId *id) {
 std::string setting_allowed(SettingId id) {
     const SettingDesc &d = desc(id);
     switch (d.type) {
-        case SettingType::BOOL:
-            return "0|1";
-        case SettingType::CODEC:
-            return codec_id_names();
-        case SettingType::LIST:
-            return std::string("comma-separated subset of ") + d.allowed + ", or none";
-        case SettingType::SIZE:
-            return std::string("bytes ") + d.allowed + " (suffix K, M, G)";
-        default:
-            return d.allowed;
+        case SettingType::BOOL: return "0|1";
+        case SettingType::CODEC: return codec_id_names();
+        case SettingType::LIST: return std::string("comma-separated subset of ") + d.allowed + ", or none";
+        case SettingType::SIZE: return std::string("bytes ") + d.allowed + " (suffix K, M, G)";
+        default: return d.allowed;
     }
 }
 
 Status setting_parse(SettingId id, std::string_view text, Settings *s, std::string *err) {
     switch (id) {
 #define COMPMPI_SETTING(id_, type, def, scope, allowed, doc) \
-    case SettingId::id_:                                     \
-        return parse_##type(desc(id), text, &s->id_, err);
+    case SettingId::id_: return parse_##type(desc(id), text, &s->id_, err);
 #include "base/settings.def"
 #undef COMPMPI_SETTING
     }
@@ -260,8 +225,7 @@ Status setting_parse(SettingId id, std::string_view text, Settings *s, std::stri
 std::string setting_format(SettingId id, const Settings &s) {
     switch (id) {
 #define COMPMPI_SETTING(id_, type, def, scope, allowed, doc) \
-    case SettingId::id_:                                     \
-        return fmt_##type(desc(id), s.id_);
+    case SettingId::id_: return fmt_##type(desc(id), s.id_);
 #include "base/settings.def"
 #undef COMPMPI_SETTING
     }
@@ -313,9 +277,7 @@ void SettingLayer::apply_to(Settings *s) const {
         if (!set[i]) continue;
         switch (static_cast<SettingId>(i)) {
 #define COMPMPI_SETTING(id_, type, def, scope, allowed, doc) \
-    case SettingId::id_:                                     \
-        s->id_ = values.id_;                                 \
-        break;
+    case SettingId::id_: s->id_ = values.id_; break;
 #include "base/settings.def"
 #undef COMPMPI_SETTING
         }
@@ -333,8 +295,7 @@ Status settings_read_env(SettingLayer *layer, std::string *err) {
         if (!setting_lookup(name, &id) || upper(kSettings[static_cast<int>(id)].name) != name) {
             if (err) {
                 *err = "unknown environment variable COMPMPI_" + name + "; known: ";
-                for (int i = 0; i < kNumSettings; ++i)
-                    *err += (i ? ", COMPMPI_" : "COMPMPI_") + upper(kSettings[i].name);
+                for (int i = 0; i < kNumSettings; ++i) *err += (i ? ", COMPMPI_" : "COMPMPI_") + upper(kSettings[i].name);
             }
             return Status::invalid_arg;
         }
@@ -347,16 +308,11 @@ Status settings_read_env(SettingLayer *layer, std::string *err) {
 std::string setting_source_name(SettingId id, SettingSource src) {
     const std::string name = desc(id).name;
     switch (src) {
-        case SettingSource::builtin:
-            return "default";
-        case SettingSource::env:
-            return "COMPMPI_" + upper(name);
-        case SettingSource::api:
-            return "compmpi_comm_set";
-        case SettingSource::hint:
-            return "hint compmpi_" + name;
-        case SettingSource::implied:
-            return "implied";
+        case SettingSource::builtin: return "default";
+        case SettingSource::env: return "COMPMPI_" + upper(name);
+        case SettingSource::api: return "compmpi_comm_set";
+        case SettingSource::hint: return "hint compmpi_" + name;
+        case SettingSource::implied: return "implied";
     }
     return "?";
 }

@@ -100,13 +100,13 @@ inline constexpr int reduce_scatter_block_init = enum_value(SettingId::collectiv
 inline constexpr int reduce_scatter_init = enum_value(SettingId::collectives, "reduce_scatter_init");
 }  // namespace coll_kind
 
-using setting_ENUM = int32_t;  /* index into allowed */
-using setting_LIST = uint32_t; /* bit i set = allowed[i] chosen */
+using setting_ENUM = int32_t;   /* index into allowed */
+using setting_LIST = uint32_t;  /* bit i set = allowed[i] chosen */
 using setting_INT = int64_t;
 using setting_FLOAT = double;
 using setting_SIZE = uint64_t;
 using setting_BOOL = bool;
-using setting_CODEC = int32_t; /* codec id (src/base/codecs.def) */
+using setting_CODEC = int32_t;  /* codec id (src/base/codecs.def) */
 
 struct Settings {
 #define COMPMPI_SETTING(id, type, def, scope, allowed, doc) setting_##type id;
@@ -147,8 +147,8 @@ enum class SettingSource : uint8_t { builtin, env, api, hint, implied };
 /* Why each effective value is what it is (COMPMPI_PRINT_CONFIG, warnings). */
 struct Resolution {
     SettingSource source[kNumSettings]{};
-    std::string note[kNumSettings];         /* "implied by bits=16 from COMPMPI_BITS", ... */
-    std::bitset<kNumSettings> inapplicable; /* set explicitly, but without effect here */
+    std::string note[kNumSettings];          /* "implied by bits=16 from COMPMPI_BITS", ... */
+    std::bitset<kNumSettings> inapplicable;  /* set explicitly, but without effect here */
 };
 
 /* "COMPMPI_BITS", "compmpi_comm_set", "hint compmpi_bits", "default", "implied". */

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+
 namespace compmpi {
 
 namespace {
@@ -11,61 +12,35 @@ CollStats g_stats[static_cast<int>(Coll::count_)];
  * preloaded or linked) */
 thread_local int t_entry __attribute__((tls_model("initial-exec"))) = -1;
 bool g_enabled = false; /* set at MPI_Init before the library becomes active (release/acquire) */
-}  // namespace
+}
 
-bool stats_enabled() {
-    return g_enabled;
-}
-void stats_enable(bool on) {
-    g_enabled = on;
-}
+bool stats_enabled() { return g_enabled; }
+void stats_enable(bool on) { g_enabled = on; }
 
 const char *coll_name(Coll c) {
     switch (c) {
-        case Coll::allreduce:
-            return "allreduce";
-        case Coll::allgather:
-            return "allgather";
-        case Coll::bcast:
-            return "bcast";
-        case Coll::iallreduce:
-            return "iallreduce";
-        case Coll::iallgather:
-            return "iallgather";
-        case Coll::ibcast:
-            return "ibcast";
-        case Coll::allreduce_init:
-            return "allreduce_init";
-        case Coll::allgather_init:
-            return "allgather_init";
-        case Coll::bcast_init:
-            return "bcast_init";
-        case Coll::reduce_scatter_block:
-            return "reduce_scatter_block";
-        case Coll::reduce_scatter:
-            return "reduce_scatter";
-        case Coll::ireduce_scatter_block:
-            return "ireduce_scatter_block";
-        case Coll::ireduce_scatter:
-            return "ireduce_scatter";
-        case Coll::reduce_scatter_block_init:
-            return "reduce_scatter_block_init";
-        case Coll::reduce_scatter_init:
-            return "reduce_scatter_init";
-        default:
-            return "?";
+        case Coll::allreduce: return "allreduce";
+        case Coll::allgather: return "allgather";
+        case Coll::bcast: return "bcast";
+        case Coll::iallreduce: return "iallreduce";
+        case Coll::iallgather: return "iallgather";
+        case Coll::ibcast: return "ibcast";
+        case Coll::allreduce_init: return "allreduce_init";
+        case Coll::allgather_init: return "allgather_init";
+        case Coll::bcast_init: return "bcast_init";
+        case Coll::reduce_scatter_block: return "reduce_scatter_block";
+        case Coll::reduce_scatter: return "reduce_scatter";
+        case Coll::ireduce_scatter_block: return "ireduce_scatter_block";
+        case Coll::ireduce_scatter: return "ireduce_scatter";
+        case Coll::reduce_scatter_block_init: return "reduce_scatter_block_init";
+        case Coll::reduce_scatter_init: return "reduce_scatter_init";
+        default: return "?";
     }
 }
 
-CollStats &stats(Coll c) {
-    return g_stats[t_entry >= 0 ? t_entry : static_cast<int>(c)];
-}
-CollStats &stats_counters(Coll c) {
-    return g_stats[static_cast<int>(c)];
-}
+CollStats &stats(Coll c) { return g_stats[t_entry >= 0 ? t_entry : static_cast<int>(c)]; }
+CollStats &stats_counters(Coll c) { return g_stats[static_cast<int>(c)]; }
 
-void stats_set_entry(Coll e) {
-    t_entry = e == Coll::count_ ? -1 : static_cast<int>(e);
-}
+void stats_set_entry(Coll e) { t_entry = e == Coll::count_ ? -1 : static_cast<int>(e); }
 
 }  // namespace compmpi

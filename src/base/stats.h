@@ -8,32 +8,18 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <string>
 #include <chrono>
 #include <cstdint>
-#include <string>
 
 namespace compmpi {
 
 /* The blocking collectives, then the non-blocking entry points (src/runtime/progress.h): the
  * same order as the `collectives` setting's list, so a kind's bit is its value. */
-enum class Coll : int {
-    allreduce = 0,
-    allgather = 1,
-    bcast = 2,
-    iallreduce = 3,
-    iallgather = 4,
-    ibcast = 5,
-    allreduce_init = 6,
-    allgather_init = 7,
-    bcast_init = 8,
-    reduce_scatter_block = 9,
-    reduce_scatter = 10,
-    ireduce_scatter_block = 11,
-    ireduce_scatter = 12,
-    reduce_scatter_block_init = 13,
-    reduce_scatter_init = 14,
-    count_
-};
+enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, iallreduce = 3, iallgather = 4, ibcast = 5,
+                      allreduce_init = 6, allgather_init = 7, bcast_init = 8,
+                      reduce_scatter_block = 9, reduce_scatter = 10, ireduce_scatter_block = 11, ireduce_scatter = 12,
+                      reduce_scatter_block_init = 13, reduce_scatter_init = 14, count_ };
 const char *coll_name(Coll c);
 
 /* Reasons a call passes through; the eligibility table (src/runtime/eligibility.cc) names them. */
@@ -46,7 +32,7 @@ struct CollStats {
     std::atomic<uint64_t> bytes_uncompressed_wire{0}; /* what the same algorithm sends uncompressed */
     std::atomic<uint64_t> ns_encode{0}, ns_decode{0}, ns_comm{0};
     std::atomic<uint64_t> fallback_nonfinite{0}, fallback_error{0};
-    std::atomic<uint64_t> sparse_twophase{0};   /* sparse allreduces that took SparCML's two-phase path */
+    std::atomic<uint64_t> sparse_twophase{0}; /* sparse allreduces that took SparCML's two-phase path */
     std::atomic<uint64_t> decode_overlapped{0}; /* fft_topk allreduces decoded while their exchange ran */
     /* bytes the cost model's measuring compressed runs handed to MPI (their results are
      * discarded: the exact call that follows gives the result); not in bytes_wire */
@@ -73,10 +59,9 @@ class ScopedTimer {
   public:
     explicit ScopedTimer(std::atomic<uint64_t> &acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
     ~ScopedTimer() {
-        acc_.fetch_add(
-            static_cast<uint64_t>(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count()),
-            std::memory_order_relaxed);
+        acc_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - t0_).count()),
+                       std::memory_order_relaxed);
     }
     ScopedTimer(const ScopedTimer &) = delete;
     ScopedTimer &operator=(const ScopedTimer &) = delete;

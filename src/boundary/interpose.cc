@@ -28,9 +28,7 @@ COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *p
     return runtime_mpi_init(argc, argv, required, provided, "MPI_Init_thread");
 }
 
-COMPMPI_EXPORT int MPI_Finalize(void) {
-    return runtime_mpi_finalize();
-}
+COMPMPI_EXPORT int MPI_Finalize(void) { return runtime_mpi_finalize(); }
 
 /* ---- blocking collectives (src/runtime/dispatch.h) ---- */
 
@@ -103,7 +101,7 @@ COMPMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 COMPMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
-                       Coll::iallgather, request);
+                    Coll::iallgather, request);
 }
 
 COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -114,13 +112,13 @@ COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, in
 COMPMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                              MPI_Op op, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
-                       Coll::ireduce_scatter_block, request);
+                    Coll::ireduce_scatter_block, request);
 }
 
 COMPMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
-                       Coll::ireduce_scatter, request);
+                    Coll::ireduce_scatter, request);
 }
 
 #if MPI_VERSION >= 4
@@ -128,36 +126,34 @@ COMPMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const
 
 COMPMPI_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                       MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false),
-                                    Coll::allreduce_init, info, request);
+    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::allreduce_init,
+                              info, request);
 }
 
 COMPMPI_EXPORT int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                       MPI_Request *request) {
-    return dispatch_persistent_init(
-        args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false), Coll::allgather_init,
-        info, request);
+    return dispatch_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
+                              Coll::allgather_init, info, request);
 }
 
-COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                                  MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info,
-                                    request);
+COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request) {
+    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
                                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                  MPI_Request *request) {
     return dispatch_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
-                                    Coll::reduce_scatter_block_init, info, request);
+                              Coll::reduce_scatter_block_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                            MPI_Request *request) {
     return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
-                                    Coll::reduce_scatter_init, info, request);
+                              Coll::reduce_scatter_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Start(MPI_Request *request) {
@@ -202,8 +198,8 @@ COMPMPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, 
     return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false));
 }
 
-COMPMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
-                                      MPI_Op op, MPI_Comm comm) {
+COMPMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     return dispatch(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm));
 }
 
@@ -232,7 +228,7 @@ COMPMPI_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Coun
 COMPMPI_EXPORT int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
-                       Coll::iallgather, request);
+                    Coll::iallgather, request);
 }
 
 COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -243,7 +239,7 @@ COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype data
 COMPMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
     return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
-                       Coll::ireduce_scatter_block, request);
+                    Coll::ireduce_scatter_block, request);
 }
 
 COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -251,34 +247,32 @@ COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, con
     /* MPI_Count blocks: the progress thread runs what MPI_Reduce_scatter_c runs (its
      * large-count rules); not eligible: PMPI_Ireduce_scatter_c */
     return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
-                       Coll::ireduce_scatter, request);
+                    Coll::ireduce_scatter, request);
 }
 
 COMPMPI_EXPORT int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true),
-                                    Coll::allreduce_init, info, request);
+    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true), Coll::allreduce_init,
+                              info, request);
 }
 
-COMPMPI_EXPORT int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                        MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                                        MPI_Request *request) {
-    return dispatch_persistent_init(
-        args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true), Coll::allgather_init,
-        info, request);
+COMPMPI_EXPORT int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                        MPI_Info info, MPI_Request *request) {
+    return dispatch_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
+                              Coll::allgather_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
                                     MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, true), Coll::bcast_init, info,
-                                    request);
+    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, true), Coll::bcast_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                    MPI_Request *request) {
     return dispatch_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
-                                    Coll::reduce_scatter_block_init, info, request);
+                              Coll::reduce_scatter_block_init, info, request);
 }
 
 COMPMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -287,6 +281,6 @@ COMPMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf,
     /* MPI_Count blocks: each run is what MPI_Reduce_scatter_c runs; not eligible:
      * PMPI_Reduce_scatter_init_c */
     return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
-                                    Coll::reduce_scatter_init, info, request);
+                              Coll::reduce_scatter_init, info, request);
 }
 #endif

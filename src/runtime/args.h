@@ -13,15 +13,15 @@ namespace compmpi {
 struct CollArgs {
     Coll kind;
     const void *sendbuf;
-    void *recvbuf;         /* bcast: the buffer */
-    MPI_Count count;       /* allreduce/bcast: count; allgather: sendcount; reduce_scatter_block: recvcount */
-    MPI_Count recvcount;   /* allgather only */
-    MPI_Datatype datatype; /* allreduce/bcast: datatype; allgather: sendtype */
-    MPI_Datatype recvtype; /* allgather only */
-    MPI_Op op;             /* allreduce only */
-    int root;              /* bcast only */
+    void *recvbuf;           /* bcast: the buffer */
+    MPI_Count count;         /* allreduce/bcast: count; allgather: sendcount; reduce_scatter_block: recvcount */
+    MPI_Count recvcount;     /* allgather only */
+    MPI_Datatype datatype;   /* allreduce/bcast: datatype; allgather: sendtype */
+    MPI_Datatype recvtype;   /* allgather only */
+    MPI_Op op;               /* allreduce only */
+    int root;                /* bcast only */
     MPI_Comm comm;
-    bool large_count; /* came in through an MPI-4 _c entry point */
+    bool large_count;        /* came in through an MPI-4 _c entry point */
     /* Floats this rank contributes (allgather: its block), from the type signature; set by
      * eligibility_precheck when the datatype rule passes, -1 before. */
     MPI_Count elems = -1;
@@ -46,9 +46,7 @@ inline MPI_Count coll_block_count(const CollArgs &a, int j) {
     if (a.recvcounts_c) return a.recvcounts_c[j];
     return a.recvcounts ? a.recvcounts[j] : 0;
 }
-inline bool coll_is_reduce_scatter(Coll k) {
-    return k == Coll::reduce_scatter_block || k == Coll::reduce_scatter;
-}
+inline bool coll_is_reduce_scatter(Coll k) { return k == Coll::reduce_scatter_block || k == Coll::reduce_scatter; }
 /* Floats of the result on this rank (allgather: every block; reduce-scatter: its own block). */
 inline size_t coll_result_elements(const CollArgs &a, int rank, int size) {
     const size_t n = static_cast<size_t>(coll_elements(a));
@@ -69,8 +67,8 @@ inline CollArgs args_allgather(const void *s, MPI_Count sn, MPI_Datatype st, voi
 inline CollArgs args_bcast(void *b, MPI_Count n, MPI_Datatype t, int root, MPI_Comm comm, bool large) {
     return CollArgs{Coll::bcast, nullptr, b, n, 0, t, MPI_DATATYPE_NULL, MPI_OP_NULL, root, comm, large};
 }
-inline CollArgs args_reduce_scatter_block(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                                          bool large) {
+inline CollArgs args_reduce_scatter_block(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op,
+                                          MPI_Comm comm, bool large) {
     return CollArgs{Coll::reduce_scatter_block, s, r, n, 0, t, MPI_DATATYPE_NULL, op, 0, comm, large};
 }
 inline CollArgs args_reduce_scatter(const void *s, void *r, const int *counts, const MPI_Count *counts_c,

@@ -53,14 +53,14 @@ struct NbOp {
     Settings settings{}; /* the user communicator's settings when the call was issued */
     MPI_Request greq = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
-    CommState *own = nullptr;   /* persistent: the request's own state (else the channel's) */
-    std::shared_ptr<void> keep; /* keeps `own` alive while the operation runs */
-    OwnedCounts counts;         /* reduce_scatter: a.recvcounts points here */
-    uint64_t index = 0;         /* place in the channel's issue order (every rank alike) */
-    bool gated = false;         /* the cost model decides this operation */
+    CommState *own = nullptr;       /* persistent: the request's own state (else the channel's) */
+    std::shared_ptr<void> keep;     /* keeps `own` alive while the operation runs */
+    OwnedCounts counts;             /* reduce_scatter: a.recvcounts points here */
+    uint64_t index = 0;             /* place in the channel's issue order (every rank alike) */
+    bool gated = false;             /* the cost model decides this operation */
     NbClass cls;
     std::chrono::steady_clock::time_point t_issue{};
-    bool woke = false; /* the thread was idle when this operation was queued */
+    bool woke = false;              /* the thread was idle when this operation was queued */
 };
 
 /* The progress channel of one user communicator: its private duplicates and a FIFO served
@@ -78,7 +78,7 @@ struct NbChannel {
     std::deque<std::shared_ptr<NbOp>> q;
     bool stop = false;
     bool joined = false;
-    bool idle = false; /* the thread waits for work */
+    bool idle = false;          /* the thread waits for work */
     /* guarded by mu: operations issued so far, the classes that go direct and from which
      * index, and whether an agreement on a new one is under way (then every gated operation
      * is queued; the thread issues those that turn out direct, in index order) */

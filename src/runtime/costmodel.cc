@@ -24,16 +24,14 @@ inline constexpr int kErrBins = 128, kErrPerOctave = 16;
  * atomics without a lock. */
 struct ClassStats {
     std::atomic<uint64_t> comp{0}, plain{0}, explore{0};
-    std::atomic<uint64_t> ns_pred{0}, ns_meas{0}; /* decided calls only */
+    std::atomic<uint64_t> ns_pred{0}, ns_meas{0};   /* decided calls only */
     std::atomic<uint64_t> err_bin[kErrBins] = {};
 };
 ClassStats g_cls[static_cast<int>(Coll::count_)][kCostClasses];
 
 /* A class time scaled to `bytes` (linear within a class; samples are stored scaled to the
  * class's lower bound). */
-double scaled(double t_class, int cls, size_t bytes) {
-    return t_class * static_cast<double>(bytes) / std::ldexp(1.0, cls);
-}
+double scaled(double t_class, int cls, size_t bytes) { return t_class * static_cast<double>(bytes) / std::ldexp(1.0, cls); }
 
 }  // namespace
 
@@ -99,7 +97,8 @@ int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec
     return MPI_SUCCESS;
 }
 
-void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t, double local_s) {
+void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t,
+                double local_s) {
     verdict_invalidate(); /* a decision may follow from this sample */
     if (!st.cost) st.cost = std::make_unique<CostModel>();
     const int cls = cost_size_class(bytes);
@@ -173,12 +172,9 @@ void cost_stats_report(MPI_Comm world) {
                 }
             char cls[32];
             const double b = std::ldexp(1.0, k);
-            if (b >= 1 << 20)
-                std::snprintf(cls, sizeof cls, "%gMiB", b / (1 << 20));
-            else if (b >= 1 << 10)
-                std::snprintf(cls, sizeof cls, "%gKiB", b / (1 << 10));
-            else
-                std::snprintf(cls, sizeof cls, "%gB", b);
+            if (b >= 1 << 20) std::snprintf(cls, sizeof cls, "%gMiB", b / (1 << 20));
+            else if (b >= 1 << 10) std::snprintf(cls, sizeof cls, "%gKiB", b / (1 << 10));
+            else std::snprintf(cls, sizeof cls, "%gB", b);
             std::fprintf(stderr,
                          "compmpi-stats-model: coll=%s class=%s compressed=%llu exact=%llu explored=%llu "
                          "predicted_s=%.6f measured_s=%.6f model_error=%+.1f%% median_error=%+.1f%%\n",
@@ -201,8 +197,8 @@ bool cost_blocking_exact(CommState &st, const CollArgs &a) {
     Plan plan;
     if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) return false;
     const size_t bytes = n * sizeof(float);
-    auto it = st.cost->entries.find(
-        {static_cast<int>(a.kind), cost_size_class(bytes), static_cast<int>(plan.codec->id), plan.params.bits});
+    auto it = st.cost->entries.find({static_cast<int>(a.kind), cost_size_class(bytes),
+                                     static_cast<int>(plan.codec->id), plan.params.bits});
     if (it == st.cost->entries.end()) return false;
     const CostEntry &e = it->second;
     return cost_entry_decided(e) && !cost_entry_verdict(e, s.cost_margin);

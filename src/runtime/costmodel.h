@@ -16,12 +16,13 @@
  * After that, the plan runs compressed only if its SLOWEST sample beat the exact
  * collective's FASTEST sample by the margin `cost_margin` (on a noisy machine compression
  * must win consistently; where it only sometimes wins, the exact collective is the safe
- * choice), else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed
- * locally and the prediction and the measurement are added to the statistics (COMPMPI_STATS: compmpi-stats-model
- * lines), with no extra message. Why measured end to end rather than from link and codec speeds alone: the exact
- * collective's time on shared memory or on a given network is whatever the MPI's algorithm selection makes it, and
- * codecs slow down when the cores are shared; the components (achieved MPI bandwidth bytes/t_plain, codec GB/s from
- * t_encode/t_decode) are derived from the same measurements and printed beside the decision (docs/design.md).
+ * choice), else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed locally and the prediction
+ * and the measurement are added to the statistics (COMPMPI_STATS: compmpi-stats-model lines),
+ * with no extra message. Why measured end to end rather than from link and codec speeds
+ * alone: the exact collective's time on shared memory or on a given network is whatever the
+ * MPI's algorithm selection makes it, and codecs slow down when the cores are shared; the
+ * components (achieved MPI bandwidth bytes/t_plain, codec GB/s from t_encode/t_decode) are
+ * derived from the same measurements and printed beside the decision (docs/design.md).
  *
  * Scope: host buffers of the flat algorithms (two-phase, sparse, bcast, allgather); device
  * buffers and the hierarchical allreduce are always compressed when eligible (docs). */
@@ -46,12 +47,8 @@ enum class CostDecision : int {
     explore_plain, /* measuring: run exactly and time it (agreed) */
     explore_comp,  /* measuring: run compressed and time it (agreed) */
 };
-inline bool cost_explores(CostDecision d) {
-    return d == CostDecision::explore_plain || d == CostDecision::explore_comp;
-}
-inline bool cost_runs_plain(CostDecision d) {
-    return d == CostDecision::plain || d == CostDecision::explore_plain;
-}
+inline bool cost_explores(CostDecision d) { return d == CostDecision::explore_plain || d == CostDecision::explore_comp; }
+inline bool cost_runs_plain(CostDecision d) { return d == CostDecision::plain || d == CostDecision::explore_plain; }
 
 /* What one entry knows: collective times in seconds for the class's lower bound size. */
 struct CostEntry {
@@ -90,9 +87,7 @@ inline constexpr int kCostClasses = 48;
 inline bool cost_entry_decided(const CostEntry &e) {
     return e.n_plain >= kCostWarmup + kCostSamples && e.n_comp >= kCostWarmup + kCostSamples;
 }
-inline bool cost_entry_compresses(const CostEntry &e, double margin) {
-    return e.max_comp < e.min_plain * (1.0 - margin);
-}
+inline bool cost_entry_compresses(const CostEntry &e, double margin) { return e.max_comp < e.min_plain * (1.0 - margin); }
 /* The same, with the test-only COMPMPI_FAULT=cost_plain/cost_compress applied (src/base/fault.h):
  * what every decision uses. */
 bool cost_entry_verdict(const CostEntry &e, double margin);

@@ -16,10 +16,10 @@ namespace {
 
 /* From cuda.h (CUDA 13.0; stable since CUDA 4 for these values). */
 constexpr int CUDA_SUCCESS = 0;
-constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;       /* unsigned int: CUmemorytype */
-constexpr int CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;        /* boolean */
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;  /* unsigned int: CUmemorytype */
+constexpr int CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;   /* boolean */
 constexpr int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11; /* CUdeviceptr */
-constexpr int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;       /* size_t */
+constexpr int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;  /* size_t */
 constexpr unsigned CU_MEMORYTYPE_DEVICE = 2;
 
 }  // namespace
@@ -147,29 +147,21 @@ void log_warn_fn(const char *fmt, ...) {
 }
 
 const CoreApi kCoreApi = {
-    kCudaModuleAbi, sizeof(CoreApi), blob_write_header, blob_peek,   codec_by_id,
-    blob_encode,    blob_decode,     log_error_fn,      log_warn_fn, status_str,
+    kCudaModuleAbi, sizeof(CoreApi), blob_write_header, blob_peek, codec_by_id, blob_encode, blob_decode,
+    log_error_fn,   log_warn_fn,     status_str,
 };
 
 const char kModuleName[] = "libcompmpi_cuda.so";
 
 }  // namespace
 
-bool cuda_is_device_ptr(const void *p) {
-    return global_classifier().is_device(p);
-}
+bool cuda_is_device_ptr(const void *p) { return global_classifier().is_device(p); }
 
-bool cuda_device_ptrs_possible() {
-    return !global_classifier().driver_absent();
-}
+bool cuda_device_ptrs_possible() { return !global_classifier().driver_absent(); }
 
-void cuda_ptr_cache_clear() {
-    global_classifier().clear_cache();
-}
+void cuda_ptr_cache_clear() { global_classifier().clear_cache(); }
 
-const CoreApi *cuda_core_api() {
-    return &kCoreApi;
-}
+const CoreApi *cuda_core_api() { return &kCoreApi; }
 
 std::string cuda_module_default_path() {
     Dl_info info;
@@ -200,8 +192,8 @@ const CudaModule *cuda_module_open(const char *path, void **handle, std::string 
         *err = std::string(path) + " is not a libcompmpi CUDA module (no " COMPMPI_CUDA_MODULE_SYMBOL ")";
     } else if (m->abi_version != kCudaModuleAbi || m->size != sizeof(CudaModule)) {
         *err = std::string(path) + " has module ABI " + std::to_string(m->abi_version) + " (" +
-               std::to_string(m->size) + " bytes), this libcompmpi needs ABI " + std::to_string(kCudaModuleAbi) + " (" +
-               std::to_string(sizeof(CudaModule)) + " bytes): install the module built with this library";
+               std::to_string(m->size) + " bytes), this libcompmpi needs ABI " + std::to_string(kCudaModuleAbi) +
+               " (" + std::to_string(sizeof(CudaModule)) + " bytes): install the module built with this library";
         m = nullptr;
     } else if (!m->backend || !m->ctx_create || !m->ctx_destroy) {
         *err = std::string(path) + " is incomplete (no backend or context functions)";
@@ -229,10 +221,9 @@ const CudaModule *cuda_module() {
         if (!path.empty()) mod = cuda_module_open(path.c_str(), &h, &err1);
         if (!mod) mod = cuda_module_open(kModuleName, &h, &err2);
         if (!mod)
-            log_warn(
-                "device buffers seen but the CUDA module is unavailable (%s%s%s); they pass through "
-                "uncompressed. Build libcompmpi with --with-cuda and install %s beside libcompmpi.so",
-                err1.c_str(), err1.empty() ? "" : "; ", err2.c_str(), kModuleName);
+            log_warn("device buffers seen but the CUDA module is unavailable (%s%s%s); they pass through "
+                     "uncompressed. Build libcompmpi with --with-cuda and install %s beside libcompmpi.so",
+                     err1.c_str(), err1.empty() ? "" : "; ", err2.c_str(), kModuleName);
         /* h stays open for the life of the process: contexts may outlive any caller */
     });
     return mod;

@@ -40,8 +40,8 @@
  * MPI_Init; mpi_cuda_aware() true lets exact fallbacks hand device buffers to MPI directly
  * instead of through host copies. Blobs always travel through host memory. */
 #pragma once
-#include <atomic>
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -94,7 +94,7 @@ class CudaPtrClassifier {
 
     bool is_device(const void *p);
     bool driver_absent() const { return driver_.load(std::memory_order_acquire) == 1; }
-    bool driver_loaded(); /* after the first query */
+    bool driver_loaded();                     /* after the first query */
     size_t cached_ranges();
     uint64_t driver_queries() const { return queries_.load(std::memory_order_relaxed); } /* driver calls made */
     void clear_cache();

@@ -16,12 +16,12 @@ namespace {
 /* Run fn on host copies of a's device buffers (copied in before, the result copied back
  * after): for a mix of host and device buffers, and for exact fallbacks when MPI is not
  * CUDA-aware (Debian's MPICH is not). */
-template <class F>
-int with_host_copies(const CollArgs &a, const CommState &st, const CudaModule &m, F &&fn) {
+template <class F> int with_host_copies(const CollArgs &a, const CommState &st, const CudaModule &m, F &&fn) {
     const size_t n_in = static_cast<size_t>(coll_elements(a));
     /* reduce-scatter in place: the receive buffer holds the whole input */
-    const size_t n_out =
-        coll_is_reduce_scatter(a.kind) && a.sendbuf == MPI_IN_PLACE ? n_in : coll_result_elements(a, st.rank, st.size);
+    const size_t n_out = coll_is_reduce_scatter(a.kind) && a.sendbuf == MPI_IN_PLACE
+                             ? n_in
+                             : coll_result_elements(a, st.rank, st.size);
     const bool send_dev = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf);
     const bool recv_dev = cuda_is_device_ptr(a.recvbuf);
     CollArgs b = a;
@@ -45,10 +45,8 @@ int with_host_copies(const CollArgs &a, const CommState &st, const CudaModule &m
 }  // namespace
 
 [[noreturn]] void device_abort(const CollArgs &a, const char *why) {
-    log_error(
-        "%s on a GPU buffer: %s. Aborting rather than leaving the other ranks waiting: install "
-        "libcompmpi_cuda.so beside libcompmpi.so, or set COMPMPI_CODEC=none.",
-        coll_name(a.kind), why);
+    log_error("%s on a GPU buffer: %s. Aborting rather than leaving the other ranks waiting: install "
+              "libcompmpi_cuda.so beside libcompmpi.so, or set COMPMPI_CODEC=none.", coll_name(a.kind), why);
     PMPI_Abort(a.comm, 1);
     std::abort();
 }
@@ -79,8 +77,9 @@ int device_run_placed(const CollArgs &a, CommState &st) {
         return run_on(a, st, *m->backend, d.ctx, m, key, &d.ws_pinned);
     }
     /* one buffer on the host, one on the device: compress on the host */
-    return with_host_copies(
-        a, st, *m, [&](const CollArgs &b) { return run_on(b, st, backend_cpu(), &st.coll.cpu, m, key, &st.coll.ws); });
+    return with_host_copies(a, st, *m, [&](const CollArgs &b) {
+        return run_on(b, st, backend_cpu(), &st.coll.cpu, m, key, &st.coll.ws);
+    });
 }
 
 }  // namespace compmpi

@@ -17,7 +17,7 @@ struct CommState;
 
 /* A communicator's device side, created on its first call on device buffers. */
 struct DeviceState {
-    void *ctx = nullptr; /* the CUDA module's context (Backend ctx) */
+    void *ctx = nullptr;                  /* the CUDA module's context (Backend ctx) */
     void (*destroy)(void *) = nullptr;
     /* blob workspaces in pinned host memory: a device call's payloads go straight between
      * them and the GPU, without the backend's staging ring (docs/gpu.md) */

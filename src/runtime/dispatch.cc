@@ -59,8 +59,7 @@ int dispatch_float_view(const CollArgs &a, CommState &st) {
     bool device = false;
     int rc = float_view_begin(a, st.rank, st.size, &v, &device);
     if (device) device_abort(a, "a derived datatype that is not one dense run of floats needs packing on the host");
-    if (rc == MPI_SUCCESS)
-        rc = device_run_placed(v.args, st);
+    if (rc == MPI_SUCCESS) rc = device_run_placed(v.args, st);
     else { /* the peers are already inside the collective: do not leave them waiting */
         log_error("%s: packing the datatype failed (MPI error %d); aborting", coll_name(a.kind), rc);
         PMPI_Abort(a.comm, 1);

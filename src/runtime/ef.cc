@@ -53,10 +53,8 @@ EfCall::EfCall(const CollArgs &a, CommState &st, const Plan &plan, const CudaMod
     dev_ = st.dev.ctx && be_ctx == st.dev.ctx;
     if (!dev_) return;
     float *next = nullptr;
-    if (const float *r = m->ef_residual(be_ctx, key, n_, &next))
-        c.ef_res = r, c.ef_new = next;
-    else
-        dev_ = false;
+    if (const float *r = m->ef_residual(be_ctx, key, n_, &next)) c.ef_res = r, c.ef_new = next;
+    else dev_ = false;
 }
 
 void EfCall::drop(CollCtx &c) {

@@ -3,10 +3,10 @@
 #include <climits>
 #include <cstring>
 
-#include "base/mpi_family.h"
 #include "codec.h"
-#include "runtime/costmodel.h"
 #include "runtime/cuda_loader.h"
+#include "base/mpi_family.h"
+#include "runtime/costmodel.h"
 #include "runtime/progress.h"
 #include "runtime/runtime.h"
 
@@ -52,8 +52,7 @@ bool is_float(CollArgs &a) {
             }
             break;
         }
-        default:
-            return false;
+        default: return false;
     }
 #ifndef HAVE_MPI_LARGE_COUNT
     if (elems > INT_MAX) return false; /* the exact fallback of the float view needs int counts */
@@ -65,40 +64,25 @@ bool is_float(CollArgs &a) {
 bool not_float16(CollArgs &a) {
     return !mpi_is_float16(a.datatype) && !(a.kind == Coll::allgather && mpi_is_float16(a.recvtype));
 }
-bool is_sum(CollArgs &a) {
-    return (a.kind != Coll::allreduce && !coll_is_reduce_scatter(a.kind)) || a.op == MPI_SUM;
-}
-bool non_empty(CollArgs &a) {
-    return coll_elements(a) > 0;
-}
+bool is_sum(CollArgs &a) { return (a.kind != Coll::allreduce && !coll_is_reduce_scatter(a.kind)) || a.op == MPI_SUM; }
+bool non_empty(CollArgs &a) { return coll_elements(a) > 0; }
 /* sendbuf == recvbuf without MPI_IN_PLACE is erroneous: let MPI report it. */
-bool no_alias(CollArgs &a) {
-    return a.kind == Coll::bcast || a.sendbuf != a.recvbuf;
-}
+bool no_alias(CollArgs &a) { return a.kind == Coll::bcast || a.sendbuf != a.recvbuf; }
 
-bool intracomm(const CollArgs &, const CommState &st) {
-    return !st.inter;
-}
-bool several_ranks(const CollArgs &, const CommState &st) {
-    return st.size > 1;
-}
-bool agreed(const CollArgs &, const CommState &st) {
-    return !st.mismatch;
-}
+bool intracomm(const CollArgs &, const CommState &st) { return !st.inter; }
+bool several_ranks(const CollArgs &, const CommState &st) { return st.size > 1; }
+bool agreed(const CollArgs &, const CommState &st) { return !st.mismatch; }
 bool coll_enabled(const CollArgs &a, const CommState &st) {
-    int bit = a.kind == Coll::allreduce              ? coll_kind::allreduce
-              : a.kind == Coll::allgather            ? coll_kind::allgather
+    int bit = a.kind == Coll::allreduce ? coll_kind::allreduce
+              : a.kind == Coll::allgather ? coll_kind::allgather
               : a.kind == Coll::reduce_scatter_block ? coll_kind::reduce_scatter_block
-              : a.kind == Coll::reduce_scatter       ? coll_kind::reduce_scatter
-                                                     : coll_kind::bcast;
+              : a.kind == Coll::reduce_scatter ? coll_kind::reduce_scatter : coll_kind::bcast;
     return (st.settings.collectives >> bit) & 1u;
 }
 static_assert(static_cast<int>(Coll::reduce_scatter_block) == coll_kind::reduce_scatter_block &&
                   static_cast<int>(Coll::reduce_scatter) == coll_kind::reduce_scatter,
               "a Coll's value is its bit in the collectives setting");
-bool codec_on(const CollArgs &, const CommState &st) {
-    return st.settings.codec != static_cast<int>(CodecId::none);
-}
+bool codec_on(const CollArgs &, const CommState &st) { return st.settings.codec != static_cast<int>(CodecId::none); }
 /* fft_topk only where its transforms were probed alike on every rank (state_agree_fft) */
 bool fft_alike(const CollArgs &, const CommState &st) {
     return st.settings.codec != static_cast<int>(CodecId::fft_topk) || st.fft > 0;
@@ -106,29 +90,28 @@ bool fft_alike(const CollArgs &, const CommState &st) {
 bool big_enough(const CollArgs &a, const CommState &st) {
     return static_cast<uint64_t>(coll_elements(a)) * sizeof(float) >= st.settings.min_bytes;
 }
-bool valid_root(const CollArgs &a, const CommState &st) {
-    return a.kind != Coll::bcast || (a.root >= 0 && a.root < st.size);
-}
+bool valid_root(const CollArgs &a, const CommState &st) { return a.kind != Coll::bcast || (a.root >= 0 && a.root < st.size); }
 
-struct PreEntry {
-    const char *name;
-    PreRule ok;
-};
-struct StateEntry {
-    const char *name;
-    StateRule ok;
-};
+struct PreEntry { const char *name; PreRule ok; };
+struct StateEntry { const char *name; StateRule ok; };
 
 /* Order matters only for which reason is reported. */
 const PreEntry kPre[] = {
-    {"float16", not_float16}, {"datatype", is_float},        {"op", is_sum},
-    {"empty", non_empty},     {"aliased_buffers", no_alias},
+    {"float16", not_float16},
+    {"datatype", is_float},
+    {"op", is_sum},
+    {"empty", non_empty},
+    {"aliased_buffers", no_alias},
 };
 const StateEntry kState[] = {
-    {"intercomm", intracomm},        {"single_rank", several_ranks},
-    {"settings_mismatch", agreed},   {"collective_disabled", coll_enabled},
-    {"codec_none", codec_on},        {"fft_ranks_differ", fft_alike},
-    {"below_min_bytes", big_enough}, {"invalid_root", valid_root},
+    {"intercomm", intracomm},
+    {"single_rank", several_ranks},
+    {"settings_mismatch", agreed},
+    {"collective_disabled", coll_enabled},
+    {"codec_none", codec_on},
+    {"fft_ranks_differ", fft_alike},
+    {"below_min_bytes", big_enough},
+    {"invalid_root", valid_root},
 };
 constexpr int kNumPre = sizeof kPre / sizeof kPre[0];
 constexpr int kNumState = sizeof kState / sizeof kState[0];
@@ -136,9 +119,9 @@ constexpr int kNumState = sizeof kState / sizeof kState[0];
 /* cost_explore: the cost model was measuring (the result is MPI's exact one); cost_model:
  * decided exact; cost_model_queued: decided exact, run by a progress thread while the
  * ranks agreed to issue the class straight to MPI (src/runtime/progress.cc) */
-const char *const kOther[] = {"not_initialized",     "reentered",    "no_state",
-                              "device_buffer",       "cost_model",   "no_thread_multiple",
-                              "count_above_int_max", "cost_explore", "cost_model_queued"};
+const char *const kOther[] = {"not_initialized",    "reentered",           "no_state",
+                              "device_buffer",      "cost_model",          "no_thread_multiple",
+                              "count_above_int_max", "cost_explore",       "cost_model_queued"};
 constexpr int kNumOther = sizeof kOther / sizeof kOther[0];
 static_assert(kNumPre + kNumState + kNumOther <= kMaxReasons, "raise kMaxReasons");
 

@@ -6,18 +6,15 @@ int passthrough(const CollArgs &a) {
 #ifdef HAVE_MPI_LARGE_COUNT
     if (a.large_count) {
         switch (a.kind) {
-            case Coll::allreduce:
-                return PMPI_Allreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
+            case Coll::allreduce: return PMPI_Allreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
             case Coll::allgather:
                 return PMPI_Allgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
-            case Coll::bcast:
-                return PMPI_Bcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm);
+            case Coll::bcast: return PMPI_Bcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm);
             case Coll::reduce_scatter_block:
                 return PMPI_Reduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
             case Coll::reduce_scatter:
                 return PMPI_Reduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm);
-            default:
-                break;
+            default: break;
         }
     }
 #endif
@@ -27,14 +24,12 @@ int passthrough(const CollArgs &a) {
         case Coll::allgather:
             return PMPI_Allgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                   static_cast<int>(a.recvcount), a.recvtype, a.comm);
-        case Coll::bcast:
-            return PMPI_Bcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm);
+        case Coll::bcast: return PMPI_Bcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm);
         case Coll::reduce_scatter_block:
             return PMPI_Reduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
         case Coll::reduce_scatter:
             return PMPI_Reduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm);
-        default:
-            return MPI_ERR_INTERN;
+        default: return MPI_ERR_INTERN;
     }
 }
 
@@ -47,12 +42,10 @@ int passthrough_nb(const CollArgs &a, MPI_Request *req) {
             case Coll::allgather:
                 return PMPI_Iallgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm,
                                          req);
-            case Coll::bcast:
-                return PMPI_Ibcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, req);
+            case Coll::bcast: return PMPI_Ibcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, req);
             case Coll::reduce_scatter_block:
                 return PMPI_Ireduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, req);
-            default:
-                break; /* reduce_scatter: below, by its count array */
+            default: break; /* reduce_scatter: below, by its count array */
         }
     }
 #endif
@@ -62,19 +55,17 @@ int passthrough_nb(const CollArgs &a, MPI_Request *req) {
         case Coll::allgather:
             return PMPI_Iallgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                    static_cast<int>(a.recvcount), a.recvtype, a.comm, req);
-        case Coll::bcast:
-            return PMPI_Ibcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, req);
+        case Coll::bcast: return PMPI_Ibcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, req);
         case Coll::reduce_scatter_block:
-            return PMPI_Ireduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm,
-                                              req);
+            return PMPI_Ireduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op,
+                                              a.comm, req);
         case Coll::reduce_scatter:
 #ifdef HAVE_MPI_LARGE_COUNT
             if (a.recvcounts_c)
                 return PMPI_Ireduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm, req);
 #endif
             return PMPI_Ireduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, req);
-        default:
-            return MPI_ERR_INTERN;
+        default: return MPI_ERR_INTERN;
     }
 }
 

@@ -29,10 +29,7 @@ struct Contents {
         int ni = 0, na = 0, nd = 0, nc = 0;
         if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return;
 #endif
-        if (combiner == MPI_COMBINER_NAMED) {
-            ok = true;
-            return;
-        }
+        if (combiner == MPI_COMBINER_NAMED) { ok = true; return; }
         ints.resize(static_cast<size_t>(ni) + 1);
         addrs.resize(static_cast<size_t>(na) + 1);
         counts.resize(static_cast<size_t>(nc) + 1);
@@ -79,9 +76,8 @@ bool signature_floats_only(MPI_Datatype t) {
     if (!c.ok) return false;
     if (c.combiner == MPI_COMBINER_NAMED) return float_predefined(t);
     if (c.combiner == MPI_COMBINER_F90_REAL) return sz == 4;
-    if (c.types.size() == 1)
-        return signature_floats_only(c.types[0]); /* dup, contiguous, vector, indexed, subarray, darray, resized */
-    if (c.types.empty()) return false;            /* f90 complex / integer */
+    if (c.types.size() == 1) return signature_floats_only(c.types[0]); /* dup, contiguous, vector, indexed, subarray, darray, resized */
+    if (c.types.empty()) return false;                                 /* f90 complex / integer */
     /* struct: count, then one block length per member */
     for (size_t i = 0; i < c.types.size(); ++i) {
         MPI_Count blen = c.counts.empty() ? (i + 1 < c.ints.size() ? c.ints[i + 1] : 0)
@@ -103,18 +99,15 @@ constexpr size_t kMaxRuns = 64;
 
 bool append(Runs &out, Run r) {
     if (r.n <= 0) return true;
-    if (!out.empty() && out.back().disp + static_cast<MPI_Aint>(out.back().n) * 4 == r.disp)
-        out.back().n += r.n;
-    else
-        out.push_back(r);
+    if (!out.empty() && out.back().disp + static_cast<MPI_Aint>(out.back().n) * 4 == r.disp) out.back().n += r.n;
+    else out.push_back(r);
     return out.size() <= kMaxRuns;
 }
 
 /* cnt copies of R, copy i shifted by base + i*stride. */
 bool repeat(const Runs &R, MPI_Count cnt, MPI_Aint stride, MPI_Aint base, Runs &out) {
     if (cnt <= 0 || R.empty()) return true;
-    if (R.size() == 1 && stride == static_cast<MPI_Aint>(R[0].n) * 4)
-        return append(out, Run{base + R[0].disp, R[0].n * cnt});
+    if (R.size() == 1 && stride == static_cast<MPI_Aint>(R[0].n) * 4) return append(out, Run{base + R[0].disp, R[0].n * cnt});
     for (MPI_Count i = 0; i < cnt; ++i) /* each copy adds a run: at most kMaxRuns + 1 rounds */
         for (const Run &r : R)
             if (!append(out, Run{base + static_cast<MPI_Aint>(i) * stride + r.disp, r.n})) return false;
@@ -176,8 +169,7 @@ bool flatten(MPI_Datatype t, Runs &out) {
                 if (!sub(c.types[i], Ri, &e) || !repeat(Ri, I[1 + i], e, A[i], out)) return false;
             }
             return true;
-        default:
-            return false; /* subarray, darray, deprecated forms: packed */
+        default: return false; /* subarray, darray, deprecated forms: packed */
     }
 }
 
@@ -278,8 +270,7 @@ int float_view_begin(const CollArgs &a, int rank, int nranks, FloatView *v, bool
     MPI_Aint off = 0;
     auto shift = [](const void *p, MPI_Aint o) { return static_cast<const char *>(p) + o; };
     switch (a.kind) {
-        case Coll::allreduce:
-            return MPI_SUCCESS; /* predefined float types only */
+        case Coll::allreduce: return MPI_SUCCESS; /* predefined float types only */
         case Coll::bcast:
             if (float_dense(a.datatype, a.count, &off)) {
                 b.recvbuf = const_cast<char *>(shift(a.recvbuf, off));
@@ -320,8 +311,7 @@ int float_view_begin(const CollArgs &a, int rank, int nranks, FloatView *v, bool
             }
             return MPI_SUCCESS;
         }
-        default:
-            return MPI_ERR_INTERN;
+        default: return MPI_ERR_INTERN;
     }
 }
 

@@ -53,10 +53,8 @@ void warn_hints_not_applied(MPI_Info info, const char *what, const char *instead
     std::string err;
     if (state_parse_info(info, &layer, &err) == Status::ok && layer.set.none()) return; /* none of ours */
     if (said->exchange(true)) return;
-    log_warn(
-        "%s: compmpi_* hints in its info are not applied by libcompmpi; %s. Set them with "
-        "MPI_Comm_set_info or MPI_Comm_dup_with_info on the new communicator.",
-        what, instead);
+    log_warn("%s: compmpi_* hints in its info are not applied by libcompmpi; %s. Set them with "
+             "MPI_Comm_set_info or MPI_Comm_dup_with_info on the new communicator.", what, instead);
 }
 }  // namespace
 
@@ -66,8 +64,8 @@ void warn_hints_not_applied(MPI_Info info, const char *what, const char *instead
 int hints_comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
     static std::atomic<bool> said{false};
     if (runtime_active() && !ReentryGuard::active())
-        warn_hints_not_applied(info, "MPI_Comm_split_type",
-                               "the new communicator starts from the environment's settings", &said);
+        warn_hints_not_applied(info, "MPI_Comm_split_type", "the new communicator starts from the environment's settings",
+                               &said);
     return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
 }
 

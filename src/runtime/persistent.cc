@@ -68,21 +68,18 @@ int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request 
 #ifdef HAVE_MPI_LARGE_COUNT
         if (a.large_count) switch (a.kind) {
                 case Coll::allreduce:
-                    return PMPI_Allreduce_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, info,
-                                                 request);
+                    return PMPI_Allreduce_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, info, request);
                 case Coll::allgather:
                     return PMPI_Allgather_init_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype,
                                                  a.comm, info, request);
-                case Coll::bcast:
-                    return PMPI_Bcast_init_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, info, request);
+                case Coll::bcast: return PMPI_Bcast_init_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, info, request);
                 case Coll::reduce_scatter_block:
                     return PMPI_Reduce_scatter_block_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm,
                                                             info, request);
                 case Coll::reduce_scatter:
                     return PMPI_Reduce_scatter_init_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm,
                                                       info, request);
-                default:
-                    return MPI_ERR_INTERN;
+                default: return MPI_ERR_INTERN;
             }
 #endif
         switch (a.kind) {
@@ -95,13 +92,12 @@ int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request 
             case Coll::bcast:
                 return PMPI_Bcast_init(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, info, request);
             case Coll::reduce_scatter_block:
-                return PMPI_Reduce_scatter_block_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op,
-                                                      a.comm, info, request);
+                return PMPI_Reduce_scatter_block_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype,
+                                                      a.op, a.comm, info, request);
             case Coll::reduce_scatter:
                 return PMPI_Reduce_scatter_init(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, info,
                                                 request);
-            default:
-                return MPI_ERR_INTERN;
+            default: return MPI_ERR_INTERN;
         }
     };
     if (nb_above_int_max(a, entry)) return pass();
@@ -165,9 +161,7 @@ int nb_startall(int n, MPI_Request *reqs) {
     return MPI_SUCCESS;
 }
 
-bool nb_have_persistent() {
-    return g_npersist.load(std::memory_order_acquire) > 0;
-}
+bool nb_have_persistent() { return g_npersist.load(std::memory_order_acquire) > 0; }
 
 /* The wait/test family: `reqs` is the array to hand to PMPI (our persistent handles replaced
  * by their current run's request, or MPI_REQUEST_NULL when inactive); finish() writes the
@@ -200,10 +194,8 @@ NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
 void NbSubst::finish() {
     for (int i = 0; i < n_; ++i) {
         auto &pr = ours_[static_cast<size_t>(i)];
-        if (!pr)
-            user_[i] = reqs[static_cast<size_t>(i)];
-        else if (reqs[static_cast<size_t>(i)] == MPI_REQUEST_NULL)
-            static_cast<PersistReq *>(pr.get())->active = MPI_REQUEST_NULL;
+        if (!pr) user_[i] = reqs[static_cast<size_t>(i)];
+        else if (reqs[static_cast<size_t>(i)] == MPI_REQUEST_NULL) static_cast<PersistReq *>(pr.get())->active = MPI_REQUEST_NULL;
     }
 }
 
@@ -219,7 +211,7 @@ int nb_request_free(MPI_Request *req) {
         }
     }
     if (pr && pr->active != MPI_REQUEST_NULL) PMPI_Request_free(&pr->active); /* the run still completes */
-    if (pr && pr->ch) {                                                       /* its class ends with it */
+    if (pr && pr->ch) { /* its class ends with it */
         std::lock_guard<std::mutex> lk(pr->ch->mu);
         for (auto it = pr->ch->direct_from.begin(); it != pr->ch->direct_from.end();)
             it = it->first.persist == pr->id ? pr->ch->direct_from.erase(it) : std::next(it);
@@ -228,8 +220,7 @@ int nb_request_free(MPI_Request *req) {
 }
 
 /* Our handles replaced for the PMPI call, the user's array updated after it. */
-template <class F>
-int with_subst(int n, MPI_Request *reqs, F &&call) {
+template <class F> int with_subst(int n, MPI_Request *reqs, F &&call) {
     NbSubst s(n, reqs);
     const int rc = call(s.reqs.data());
     s.finish();
@@ -238,15 +229,9 @@ int with_subst(int n, MPI_Request *reqs, F &&call) {
 
 }  // namespace
 
-int request_start(MPI_Request *r) {
-    return nb_have_persistent() ? start_one(r) : PMPI_Start(r);
-}
-int request_startall(int n, MPI_Request *r) {
-    return nb_have_persistent() ? nb_startall(n, r) : PMPI_Startall(n, r);
-}
-int request_free(MPI_Request *r) {
-    return nb_have_persistent() ? nb_request_free(r) : PMPI_Request_free(r);
-}
+int request_start(MPI_Request *r) { return nb_have_persistent() ? start_one(r) : PMPI_Start(r); }
+int request_startall(int n, MPI_Request *r) { return nb_have_persistent() ? nb_startall(n, r) : PMPI_Startall(n, r); }
+int request_free(MPI_Request *r) { return nb_have_persistent() ? nb_request_free(r) : PMPI_Request_free(r); }
 int request_wait(MPI_Request *r, MPI_Status *status) {
     if (!nb_have_persistent()) return PMPI_Wait(r, status);
     return with_subst(1, r, [&](MPI_Request *q) { return PMPI_Wait(q, status); });

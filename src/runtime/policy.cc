@@ -8,8 +8,8 @@
 #include "qsgd/qsgd.h"
 #include "rangefloat/rangefloat.h"
 #include "runtime/schedule.h"
-#include "runtime/verdict.h"
 #include "terngrad/terngrad.h"
+#include "runtime/verdict.h"
 
 namespace compmpi {
 
@@ -48,7 +48,7 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
              * bucket travels in param (kernels/terngrad/terngrad.h) */
             p->bits = 2;
             p->variant = s.terngrad_packing == enum_value(SettingId::terngrad_packing, "base3") ? terngrad::kBase3
-                                                                                                : terngrad::kBase4;
+                                                                                              : terngrad::kBase4;
             p->param = p->bucket;
             break;
         case CodecId::qsgd:
@@ -92,15 +92,15 @@ constexpr AwpPreset kPresets[] = {
     {"resnet", -2e-5, 2000, 8, 8},
 };
 static_assert(enum_value(SettingId::awp_preset, "alexnet") == 0 && enum_value(SettingId::awp_preset, "vgg") == 1 &&
-                  enum_value(SettingId::awp_preset, "resnet") == 2 && kPresetCustom == 3,
+              enum_value(SettingId::awp_preset, "resnet") == 2 && kPresetCustom == 3,
               "kPresets follows the order of awp_preset's values");
 
 /* Algorithm 1, lines 6-13, for one layer (here: one call key). */
 void awp_update_paper(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
     if (a->have_norm) {
         const double delta = (norm - a->last_norm) / a->last_norm; /* line 6 */
-        if (delta < cfg.threshold) a->counter += 1;                /* lines 7-9 */
-        if (a->counter == cfg.interval) {                          /* lines 10-13 */
+        if (delta < cfg.threshold) a->counter += 1;                 /* lines 7-9 */
+        if (a->counter == cfg.interval) {                           /* lines 10-13 */
             const int raised = std::min(max_bits, a->bits + cfg.step);
             if (raised != a->bits) ++a->raises;
             a->bits = raised;
@@ -171,8 +171,8 @@ AwpConfig awp_config(const Settings &s) {
 
 Status policy_check_settings(const Settings &s, const std::bitset<kNumSettings> &named, std::string *err) {
     if (const AwpPreset *p = awp_preset(static_cast<int>(s.awp_preset))) {
-        for (SettingId id :
-             {SettingId::awp_threshold, SettingId::awp_interval, SettingId::awp_step, SettingId::awp_start_bits})
+        for (SettingId id : {SettingId::awp_threshold, SettingId::awp_interval, SettingId::awp_step,
+                             SettingId::awp_start_bits})
             if (named[static_cast<int>(id)]) {
                 if (err) {
                     char b[160];
@@ -198,10 +198,8 @@ Status policy_check_settings(const Settings &s, const std::bitset<kNumSettings> 
 
 void awp_update(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
     ++a->calls;
-    if (cfg.rule == kRulePaper)
-        awp_update_paper(a, norm, cfg, max_bits);
-    else
-        awp_update_legacy_abs(a, norm, cfg, max_bits);
+    if (cfg.rule == kRulePaper) awp_update_paper(a, norm, cfg, max_bits);
+    else awp_update_legacy_abs(a, norm, cfg, max_bits);
 }
 
 /* Stage 1 of a plan: the settings' codec and parameters; then the stages that adapt them
@@ -213,8 +211,7 @@ Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan)
     CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params));
     /* θ schedule (src/runtime/schedule.h): from the call count of this shape, alike on every rank */
     const ThetaSchedule sch = theta_schedule_from(s);
-    if (sch.kind != ThetaScheduleKind::none &&
-        (plan->codec->id == CodecId::topk || plan->codec->id == CodecId::fft_topk))
+    if (sch.kind != ThetaScheduleKind::none && (plan->codec->id == CodecId::topk || plan->codec->id == CodecId::fft_topk))
         plan->params.theta = static_cast<float>(theta_at(sch, st.sched.next(static_cast<int>(kind), count)));
     plan->awp = nullptr;
     plan_awp(st, kind, count, root, plan);

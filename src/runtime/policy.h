@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <string>
 
-#include "base/stats.h"
 #include "codec.h"
 #include "norm.h"
 #include "runtime/state.h"
+#include "base/stats.h"
 
 namespace compmpi {
 
@@ -33,15 +33,16 @@ void policy_observe(CommState &st, const Plan &plan, double norm);
 /* Codec parameters named by the settings (bits, variant, ...). */
 Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p);
 
+
 /* ---- awp: Adaptive Weight Precision (Zhuang et al., Algorithm 1; constants Section V-A) ---- */
 
 /* The constants the awp rule runs with. */
 struct AwpConfig {
-    int rule = 0;         /* awp_rule setting: paper or legacy_abs */
-    double threshold = 0; /* T */
-    int interval = 1;     /* INTERVAL */
-    int step = 8;         /* N */
-    int start_bits = 8;   /* bits every key starts at */
+    int rule = 0;          /* awp_rule setting: paper or legacy_abs */
+    double threshold = 0;  /* T */
+    int interval = 1;      /* INTERVAL */
+    int step = 8;          /* N */
+    int start_bits = 8;    /* bits every key starts at */
 };
 /* A named preset of Section V-A (awp_preset=alexnet|vgg|resnet); nullptr for custom. */
 struct AwpPreset {

@@ -60,9 +60,7 @@ int free_fn(void *extra) {
 }
 /* MPI: a non-blocking collective cannot be cancelled; MPI_Cancel has no effect (the
  * operation completes normally and MPI_Test_cancelled says false). */
-int cancel_fn(void *, int) {
-    return MPI_SUCCESS;
-}
+int cancel_fn(void *, int) { return MPI_SUCCESS; }
 
 void stop_channel(NbChannel *ch) {
     {
@@ -162,10 +160,8 @@ void issue_direct_queued(NbChannel *ch) {
         const int rc = passthrough_nb(b, &r);
         stats(op.entry).passthrough++;
         stats(op.entry).reason[eligibility_reason("cost_model")]++;
-        if (rc != MPI_SUCCESS)
-            complete(op, rc);
-        else
-            ch->inflight.emplace_back(r, *it);
+        if (rc != MPI_SUCCESS) complete(op, rc);
+        else ch->inflight.emplace_back(r, *it);
         it = ch->q.erase(it);
     }
 }
@@ -212,10 +208,8 @@ void agree_direct(NbChannel *ch, const NbClass &cls) {
     ch->agreeing = false;
     if (rc != MPI_SUCCESS) {
         /* the ranks cannot be known to agree: the class stays on this thread (exact, as decided) */
-        log_warn(
-            "non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
-            "progress thread",
-            rc);
+        log_warn("non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
+                 "progress thread", rc);
         return;
     }
     ch->direct_from[cls] = from;
@@ -270,6 +264,7 @@ void channel_loop(NbChannel *ch) {
         if (!ch->inflight.empty()) poll_inflight(ch);
     }
 }
+
 
 }  // namespace
 
@@ -335,9 +330,7 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
     return MPI_SUCCESS;
 }
 
-bool nb_threads_ok() {
-    return g_progress && g_provided >= MPI_THREAD_MULTIPLE;
-}
+bool nb_threads_ok() { return g_progress && g_provided >= MPI_THREAD_MULTIPLE; }
 
 bool nb_above_int_max(const CollArgs &a, Coll entry) {
     if (!a.large_count || a.kind == Coll::reduce_scatter) return false;
@@ -348,9 +341,7 @@ bool nb_above_int_max(const CollArgs &a, Coll entry) {
     return true;
 }
 
-bool nb_on_progress_thread() {
-    return t_progress;
-}
+bool nb_on_progress_thread() { return t_progress; }
 
 int nb_init_level(int required) {
     const char *e = std::getenv("COMPMPI_NB_PROGRESS");
@@ -358,9 +349,7 @@ int nb_init_level(int required) {
     return g_progress ? MPI_THREAD_MULTIPLE : required;
 }
 
-void nb_init_done(int provided) {
-    g_provided = provided;
-}
+void nb_init_done(int provided) { g_provided = provided; }
 
 void nb_finalize() {
     std::vector<NbChannel *> chans;

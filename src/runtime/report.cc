@@ -39,18 +39,8 @@ void stats_report(MPI_Comm world) {
     uint64_t local[nc][kFields], sum[nc][kFields];
     for (int c = 0; c < nc; ++c) {
         const CollStats &s = stats_counters(static_cast<Coll>(c));
-        uint64_t v[] = {s.compressed,
-                        s.passthrough,
-                        s.bytes_in,
-                        s.bytes_wire,
-                        s.bytes_uncompressed_wire,
-                        s.ns_encode,
-                        s.ns_decode,
-                        s.ns_comm,
-                        s.fallback_nonfinite,
-                        s.fallback_error,
-                        s.sparse_twophase,
-                        s.decode_overlapped,
+        uint64_t v[] = {s.compressed, s.passthrough, s.bytes_in, s.bytes_wire, s.bytes_uncompressed_wire,
+                        s.ns_encode, s.ns_decode, s.ns_comm, s.fallback_nonfinite, s.fallback_error, s.sparse_twophase, s.decode_overlapped,
                         s.explore_bytes_wire};
         for (int f = 0; f < 13; ++f) local[c][f] = v[f];
         for (int r = 0; r < kMaxReasons; ++r) local[c][13 + r] = s.reason[r];
@@ -67,15 +57,14 @@ void stats_report(MPI_Comm world) {
                      "bytes_uncompressed_wire=%llu ratio=%.2f t_encode_s=%.3f t_decode_s=%.3f t_comm_s=%.3f "
                      "fallback_nonfinite=%llu fallback_error=%llu sparse_twophase=%llu decode_overlapped=%llu\n",
                      coll_name(static_cast<Coll>(c)), (unsigned long long)v[0], (unsigned long long)v[1],
-                     (unsigned long long)v[2], (unsigned long long)v[3], (unsigned long long)v[4], ratio, v[5] * 1e-9,
-                     v[6] * 1e-9, v[7] * 1e-9, (unsigned long long)v[8], (unsigned long long)v[9],
-                     (unsigned long long)v[10], (unsigned long long)v[11]);
+                     (unsigned long long)v[2], (unsigned long long)v[3], (unsigned long long)v[4], ratio,
+                     v[5] * 1e-9, v[6] * 1e-9, v[7] * 1e-9, (unsigned long long)v[8], (unsigned long long)v[9], (unsigned long long)v[10],
+                     (unsigned long long)v[11]);
         std::string reasons;
         for (int r = 0; r < kMaxReasons; ++r)
             if (v[13 + r]) reasons += std::string(" ") + eligibility_reason_name(r) + "=" + std::to_string(v[13 + r]);
         if (!reasons.empty())
-            std::fprintf(stderr, "compmpi-stats-passthrough: coll=%s%s\n", coll_name(static_cast<Coll>(c)),
-                         reasons.c_str());
+            std::fprintf(stderr, "compmpi-stats-passthrough: coll=%s%s\n", coll_name(static_cast<Coll>(c)), reasons.c_str());
         if (v[12])
             std::fprintf(stderr, "compmpi-stats-explore: coll=%s bytes_wire=%llu\n", coll_name(static_cast<Coll>(c)),
                          (unsigned long long)v[12]);

@@ -95,10 +95,8 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     if (d == CostDecision::explore_comp) {
         if (!shadow.get(st, be, m, coll_result_elements(a, st.rank, st.size))) {
             /* every rank is here for the same call: do not leave the others in the algorithm */
-            log_error(
-                "%s of %zu floats: no memory for the cost model's measurement; aborting rather than "
-                "hanging (set COMPMPI_COST_MODEL=off or lower the buffer size)",
-                coll_name(a.kind), n);
+            log_error("%s of %zu floats: no memory for the cost model's measurement; aborting rather than "
+                      "hanging (set COMPMPI_COST_MODEL=off or lower the buffer size)", coll_name(a.kind), n);
             PMPI_Abort(a.comm, 1);
             return MPI_ERR_NO_MEM;
         }
@@ -169,7 +167,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             const bool sparse = plan.codec->flags & CODEC_SPARSE;
             HierComms h;
             if (coll_hierarchy(st.coll, st.settings, a.comm, st.rank, &h)) { /* every rank of comm decides alike */
-                if (h.node_rank != 0 && ef) ef->drop(c);                     /* only leaders carry residuals */
+                if (h.node_rank != 0 && ef) ef->drop(c); /* only leaders carry residuals */
                 s = coll_allreduce_hierarchical(c, in_place && !shadow ? MPI_IN_PLACE : in, out, n, h, sparse);
             } else {
                 s = sparse ? coll_allreduce_sparse(c, in, out, n) : coll_allreduce_dense(c, in, out, n, h.nodes);
@@ -177,14 +175,11 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             break;
         }
         case Coll::allgather: {
-            const float *in =
-                in_place ? user + n * static_cast<size_t>(st.rank) : static_cast<const float *>(a.sendbuf);
+            const float *in = in_place ? user + n * static_cast<size_t>(st.rank) : static_cast<const float *>(a.sendbuf);
             s = coll_allgather_encoded(c, in, out, n);
             break;
         }
-        case Coll::bcast:
-            s = coll_bcast_encoded(c, out, n, a.root, plan.awp ? &root_norm : nullptr);
-            break;
+        case Coll::bcast: s = coll_bcast_encoded(c, out, n, a.root, plan.awp ? &root_norm : nullptr); break;
         case Coll::reduce_scatter_block:
         case Coll::reduce_scatter: {
             /* awp observes the norm of the whole reduced vector (agreed in the collective):
@@ -202,8 +197,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             }
             break;
         }
-        default:
-            s = Status::unsupported;
+        default: s = Status::unsupported;
     }
     ++st.coll.calls;
     if (shadow) stats(a.kind).explore_bytes_wire += shadow_stats.bytes_wire;
@@ -213,19 +207,16 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     switch (s) {
         case Status::ok:
             if (ef) ef->commit();
-            if (c.fallback_reason & BLOB_NONFINITE)
-                cs.fallback_nonfinite++;
-            else if (c.fallback_reason)
-                cs.fallback_error++;
+            if (c.fallback_reason & BLOB_NONFINITE) cs.fallback_nonfinite++;
+            else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;
             cs.bytes_in += n * sizeof(float);
             /* whose norm (docs/design.md): bcast, the root's fp32 input carried in the frame;
              * allreduce/allgather, the result, bit-identical on every rank */
             if (plan.awp)
-                policy_observe(st, plan,
-                               a.kind == Coll::bcast || coll_is_reduce_scatter(a.kind)
-                                   ? root_norm
-                                   : c.be->l2norm(c.be_ctx, out, result_n));
+                policy_observe(st, plan, a.kind == Coll::bcast || coll_is_reduce_scatter(a.kind)
+                                             ? root_norm
+                                             : c.be->l2norm(c.be_ctx, out, result_n));
             if (c.restore_n) c.be->copy(c.be_ctx, c.restore_dst, c.restore_src, c.restore_n);
             return MPI_SUCCESS;
         case Status::nonfinite:
@@ -241,19 +232,15 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
              * cleanly rather than leave the job hanging (docs/design.md, "Memory caps and
              * failures"). */
             raise_error(a.comm, c.mpi_err);
-            log_error(
-                "%s of %zu floats: MPI error %d inside the compressed algorithm; the other ranks cannot "
-                "learn of it, aborting the job rather than hanging",
-                coll_name(a.kind), n, c.mpi_err);
+            log_error("%s of %zu floats: MPI error %d inside the compressed algorithm; the other ranks cannot "
+                      "learn of it, aborting the job rather than hanging", coll_name(a.kind), n, c.mpi_err);
             PMPI_Abort(a.comm, c.mpi_err);
             return c.mpi_err;
         default:
             /* Failed locally before any exchange (e.g. out of memory): the peers are already
              * inside the compressed algorithm, so continuing alone would hang the job. */
-            log_error(
-                "%s of %zu floats: %s before the exchange; aborting rather than hanging the job "
-                "(lower the buffer size or set COMPMPI_CODEC=none)",
-                coll_name(a.kind), n, status_str(s));
+            log_error("%s of %zu floats: %s before the exchange; aborting rather than hanging the job "
+                      "(lower the buffer size or set COMPMPI_CODEC=none)", coll_name(a.kind), n, status_str(s));
             PMPI_Abort(a.comm, 1);
             return MPI_ERR_INTERN;
     }

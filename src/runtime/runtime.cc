@@ -1,25 +1,25 @@
-#include "runtime/runtime.h"
 #include "runtime/settings_rules.h"
+#include "runtime/runtime.h"
 
 #include <hwloc.h>
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "base/fault.h"
+#include "fft_topk/fft_topk.h"
 #include "base/log.h"
 #include "base/mpi_family.h"
+#include "simd.h"
+#include "runtime/state.h"
 #include "base/stats.h"
-#include "fft_topk/fft_topk.h"
 #include "runtime/dispatch.h"
 #include "runtime/progress.h"
 #include "runtime/report.h"
-#include "runtime/state.h"
 #include "runtime/verdict.h"
-#include "simd.h"
 
 namespace compmpi {
 
@@ -74,18 +74,15 @@ void agree_fft_plans(const Settings &s, int rank) {
     if (m[0] == fft_plan_kind::estimate && m[1] == -fft_plan_kind::estimate) return; /* all estimate */
     if (m[0] != -m[1] || m[2] != -m[3]) {
         if (rank == 0)
-            log_warn(
-                "MPI_Init: fft_plan (or fft_block) differs across ranks; fft_topk plans with FFTW_ESTIMATE "
-                "everywhere. Give every rank the same COMPMPI_FFT_PLAN and COMPMPI_FFT_BLOCK.");
+            log_warn("MPI_Init: fft_plan (or fft_block) differs across ranks; fft_topk plans with FFTW_ESTIMATE "
+                     "everywhere. Give every rank the same COMPMPI_FFT_PLAN and COMPMPI_FFT_BLOCK.");
         return;
     }
     const std::string rname = rigor == fft_plan_kind::patient ? "patient" : "measure";
     if (block <= 0) {
         if (rank == 0)
-            log_warn(
-                "MPI_Init: fft_plan=%s has no effect: fft_block=0 (one transform per buffer, a length per "
-                "buffer size) is planned with FFTW_ESTIMATE",
-                rname.c_str());
+            log_warn("MPI_Init: fft_plan=%s has no effect: fft_block=0 (one transform per buffer, a length per "
+                     "buffer size) is planned with FFTW_ESTIMATE", rname.c_str());
         return;
     }
     const auto rig = rigor == fft_plan_kind::patient ? fft_topk::PlanRigor::patient : fft_topk::PlanRigor::measure;
@@ -100,8 +97,7 @@ void agree_fft_plans(const Settings &s, int rank) {
             ok = rank == 0 ? 1
                  : COMPMPI_FAULT_ON() && fault_fire(FaultKind::fft_adopt, FaultWhere::any)
                      ? 0 /* test-only: as if this rank's FFTW could not plan from the wisdom */
-                 : fft_topk::adopt_plans(static_cast<size_t>(block), rig, wisdom) ? 1
-                                                                                  : 0;
+                 : fft_topk::adopt_plans(static_cast<size_t>(block), rig, wisdom) ? 1 : 0;
     }
     if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all = 0;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -113,8 +109,7 @@ void agree_fft_plans(const Settings &s, int rank) {
     }
     if (rank == 0) {
         char line[200];
-        std::snprintf(line, sizeof line,
-                      "compmpi-stats-fft-plan: fft_plan=%s length=%lld plan_s=%.3f wisdom_bytes=%llu shared=%s",
+        std::snprintf(line, sizeof line, "compmpi-stats-fft-plan: fft_plan=%s length=%lld plan_s=%.3f wisdom_bytes=%llu shared=%s",
                       rname.c_str(), static_cast<long long>(block), secs, static_cast<unsigned long long>(size),
                       all ? "yes" : "no");
         stats_note(line);
@@ -122,19 +117,11 @@ void agree_fft_plans(const Settings &s, int rank) {
 }
 }  // namespace
 
-ReentryGuard::ReentryGuard() {
-    ++t_depth;
-}
-ReentryGuard::~ReentryGuard() {
-    --t_depth;
-}
-bool ReentryGuard::active() {
-    return t_depth > 0;
-}
+ReentryGuard::ReentryGuard() { ++t_depth; }
+ReentryGuard::~ReentryGuard() { --t_depth; }
+bool ReentryGuard::active() { return t_depth > 0; }
 
-bool runtime_active() {
-    return g_active.load(std::memory_order_acquire);
-}
+bool runtime_active() { return g_active.load(std::memory_order_acquire); }
 
 int raise_error(MPI_Comm comm, int code) {
     PMPI_Comm_call_errhandler(comm, code);
@@ -164,8 +151,7 @@ void runtime_init() {
     const Settings &s = global_settings();
     if (s.simd != simd_kind::auto_)
         simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
-                   : s.simd == simd_kind::avx2 ? SimdLevel::avx2
-                                               : SimdLevel::avx512);
+                   : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
     const int local = node_local_ranks(); /* collective: on every rank, before any local choice */
     /* statistics on if any rank asked (MPMD ranks may differ): collective, agreed before use */
     int want = s.stats ? 1 : 0, any = want;

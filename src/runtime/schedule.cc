@@ -9,14 +9,10 @@ namespace compmpi {
 ThetaSchedule theta_schedule_from(const Settings &s) {
     ThetaSchedule r;
     const int k = s.theta_schedule;
-    if (k == enum_value(SettingId::theta_schedule, "paper"))
-        r.kind = ThetaScheduleKind::paper;
-    else if (k == enum_value(SettingId::theta_schedule, "paper_step"))
-        r.kind = ThetaScheduleKind::paper_step;
-    else if (k == enum_value(SettingId::theta_schedule, "linear"))
-        r.kind = ThetaScheduleKind::linear;
-    else if (k == enum_value(SettingId::theta_schedule, "step"))
-        r.kind = ThetaScheduleKind::step;
+    if (k == enum_value(SettingId::theta_schedule, "paper")) r.kind = ThetaScheduleKind::paper;
+    else if (k == enum_value(SettingId::theta_schedule, "paper_step")) r.kind = ThetaScheduleKind::paper_step;
+    else if (k == enum_value(SettingId::theta_schedule, "linear")) r.kind = ThetaScheduleKind::linear;
+    else if (k == enum_value(SettingId::theta_schedule, "step")) r.kind = ThetaScheduleKind::step;
     r.start = s.theta;
     r.end = s.theta_end;
     r.gamma = s.theta_gamma;
@@ -41,20 +37,13 @@ double theta_at(const ThetaSchedule &sch, uint64_t t) {
     const double T = static_cast<double>(sch.calls), tt = static_cast<double>(t);
     double th = sch.start;
     switch (sch.kind) {
-        case ThetaScheduleKind::none:
-            break;
-        case ThetaScheduleKind::paper:
-            th = sch.end + (sch.start - sch.end) * std::sqrt(T / (T + tt));
-            break;
+        case ThetaScheduleKind::none: break;
+        case ThetaScheduleKind::paper: th = sch.end + (sch.start - sch.end) * std::sqrt(T / (T + tt)); break;
         case ThetaScheduleKind::paper_step:
             th = sch.end + (sch.start - sch.end) * ipow(std::sqrt(sch.gamma), t / sch.calls);
             break;
-        case ThetaScheduleKind::linear:
-            th = sch.start + (sch.end - sch.start) * std::min(1.0, tt / T);
-            break;
-        case ThetaScheduleKind::step:
-            th = t < sch.calls ? sch.start : sch.end;
-            break;
+        case ThetaScheduleKind::linear: th = sch.start + (sch.end - sch.start) * std::min(1.0, tt / T); break;
+        case ThetaScheduleKind::step: th = t < sch.calls ? sch.start : sch.end; break;
     }
     return std::clamp(th, 0.0, 0.9999);
 }

@@ -37,9 +37,7 @@ Status settings_validate(const Settings &s, std::string *err) {
 
 namespace {
 
-const SettingDesc &desc(SettingId id) {
-    return kSettings[static_cast<int>(id)];
-}
+const SettingDesc &desc(SettingId id) { return kSettings[static_cast<int>(id)]; }
 std::string upper(std::string_view v) {
     std::string r(v);
     for (char &ch : r) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -98,8 +96,7 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     for (const auto &pc : kCodecPrefix)
         if (name.rfind(pc[0], 0) == 0 && cname != pc[1])
             return no("it applies to codec " + std::string(pc[1]) + " only, codec is " + cname);
-    if (id == SettingId::rounding && c->id != CodecId::bitpack)
-        return no("it applies to codec bitpack only, codec is " + cname);
+    if (id == SettingId::rounding && c->id != CodecId::bitpack) return no("it applies to codec bitpack only, codec is " + cname);
     if (id == SettingId::theta && c->id != CodecId::topk && c->id != CodecId::fft_topk)
         return no("it applies to codecs topk and fft_topk only, codec is " + cname);
     if (id == SettingId::seed && !(c->flags & CODEC_STOCHASTIC)) return no("codec " + cname + " is not stochastic");
@@ -124,8 +121,7 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
         return no("only the dense and the fft_topk allreduce are pipelined; codec " + cname + " takes the sparse path");
     if (id == SettingId::allreduce_algorithm && (c->flags & CODEC_SPARSE))
         return no("it chooses among dense allreduce algorithms; codec " + cname + " takes the sparse path");
-    if (id == SettingId::chunk_bytes &&
-        s.allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "halving_doubling"))
+    if (id == SettingId::chunk_bytes && s.allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "halving_doubling"))
         return no("allreduce_algorithm=halving_doubling is not pipelined");
     if (id == SettingId::node_size && s.hierarchy == enum_value(SettingId::hierarchy, "off"))
         return no("hierarchy is off");

@@ -1,5 +1,5 @@
-#include "runtime/state.h"
 #include "runtime/settings_rules.h"
+#include "runtime/state.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/fault.h"
+#include "fft_topk/fft_topk.h"
 #include "base/log.h"
 #include "base/mpi_family.h"
-#include "fft_topk/fft_topk.h"
 #include "runtime/policy.h"
 #include "runtime/verdict.h"
 
@@ -50,13 +50,9 @@ namespace {
 std::atomic<long long> g_live_states{0};
 }
 
-CommState::CommState() {
-    g_live_states.fetch_add(1, std::memory_order_relaxed);
-}
+CommState::CommState() { g_live_states.fetch_add(1, std::memory_order_relaxed); }
 
-CommState::~CommState() {
-    g_live_states.fetch_sub(1, std::memory_order_relaxed);
-}
+CommState::~CommState() { g_live_states.fetch_sub(1, std::memory_order_relaxed); }
 
 namespace {
 
@@ -67,19 +63,11 @@ int delete_cb(MPI_Comm, int, void *attr, void *) {
 }
 }  // namespace
 
-void state_set_env_mismatch() {
-    g_env_mismatch = true;
-}
-void state_set_env_fft(int verdict) {
-    g_env_fft = verdict;
-}
+void state_set_env_mismatch() { g_env_mismatch = true; }
+void state_set_env_fft(int verdict) { g_env_fft = verdict; }
 
-const Settings &global_settings() {
-    return g_settings;
-}
-const SettingLayer &env_layer() {
-    return g_env;
-}
+const Settings &global_settings() { return g_settings; }
+const SettingLayer &env_layer() { return g_env; }
 
 Status state_resolve_layers(const SettingLayer &env, const SettingLayer &attr, const SettingLayer &hints, Settings *out,
                             Resolution *why, std::string *err) {
@@ -104,7 +92,7 @@ Status state_global_init(std::string *err) {
 Status state_keyval_create() {
     if (g_keyval != MPI_KEYVAL_INVALID) return Status::ok;
     return PMPI_Comm_create_keyval(copy_cb, delete_cb, &g_keyval, nullptr) == MPI_SUCCESS ? Status::ok
-                                                                                          : Status::mpi_error;
+                                                                                         : Status::mpi_error;
 }
 
 void state_keyval_free() {
@@ -244,11 +232,9 @@ Status state_agree(MPI_Comm comm, CommState *st, const char *what) {
         st->mismatch = !same;
         if (!same) {
             if (st->rank == 0)
-                log_warn(
-                    "%s: libcompmpi settings differ across the ranks of a communicator; compression is off "
-                    "for it (every call passes through to MPI exactly). Give every rank the same COMPMPI_* "
-                    "variables and hints (COMPMPI_PRINT_CONFIG=1 shows them).",
-                    what);
+                log_warn("%s: libcompmpi settings differ across the ranks of a communicator; compression is off "
+                         "for it (every call passes through to MPI exactly). Give every rank the same COMPMPI_* "
+                         "variables and hints (COMPMPI_PRINT_CONFIG=1 shows them).", what);
             return Status::mismatch;
         }
     }
@@ -272,12 +258,10 @@ void state_agree_fft(MPI_Comm comm, CommState *st, const char *what) {
     st->fft = same ? 1 : -1;
     verdict_invalidate();
     if (!same && st->rank == 0)
-        log_warn(
-            "%s: fft_topk: FFTW computes different bits on the ranks of this communicator (different CPU "
-            "types or FFTW builds), so its ranks would decode different results; fft_topk calls on it pass "
-            "through to MPI exactly (reason fft_ranks_differ). Run on one CPU type and FFTW build, or "
-            "choose another codec.",
-            what);
+        log_warn("%s: fft_topk: FFTW computes different bits on the ranks of this communicator (different CPU "
+                 "types or FFTW builds), so its ranks would decode different results; fft_topk calls on it pass "
+                 "through to MPI exactly (reason fft_ranks_differ). Run on one CPU type and FFTW build, or "
+                 "choose another codec.", what);
 }
 
 std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState *st) {

@@ -31,9 +31,7 @@ struct BufferKey {
     bool operator==(const BufferKey &o) const { return addr == o.addr && count == o.count; }
 };
 struct BufferKeyHash {
-    size_t operator()(const BufferKey &k) const {
-        return std::hash<uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull ^ k.count);
-    }
+    size_t operator()(const BufferKey &k) const { return std::hash<uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull ^ k.count); }
 };
 
 /* awp state decides the bit width, i.e. the bytes on the wire, so it is keyed only by what
@@ -41,8 +39,8 @@ struct BufferKeyHash {
  * passed to MPI (allgather: recvcount) and the root (bcast; -1 otherwise). Never an address:
  * ranks may pass different buffers to the same call (issue 14). */
 struct AwpKey {
-    int kind; /* Coll */
-    int root; /* bcast root, -1 for allreduce/allgather */
+    int kind;   /* Coll */
+    int root;   /* bcast root, -1 for allreduce/allgather */
     uint64_t count;
     bool operator==(const AwpKey &o) const { return kind == o.kind && root == o.root && count == o.count; }
 };
@@ -55,7 +53,7 @@ struct AwpKeyHash {
 /* Zhuang et al., Algorithm 1, for one key: BitsPerLayer and IntervalCounter of the paper. */
 struct AwpState {
     int bits = 0;
-    int counter = 0;      /* IntervalCounter: calls with delta < T (paper rule: cumulative) */
+    int counter = 0;     /* IntervalCounter: calls with delta < T (paper rule: cumulative) */
     double last_norm = 0; /* |W_(b-1)| */
     bool have_norm = false;
     uint64_t calls = 0;
@@ -76,14 +74,14 @@ struct CommState {
     std::mutex mu; /* guards everything below (MPI_THREAD_MULTIPLE) */
     int rank = 0, size = 1;
     bool inter = false;
-    SettingLayer attr_layer;     /* compmpi_comm_set() */
-    SettingLayer hint_layer;     /* MPI_Info hints */
-    Settings settings{};         /* resolved: defaults < env < attr < hints */
-    bool mismatch = false;       /* ranks disagree: this communicator passes everything through */
+    SettingLayer attr_layer; /* compmpi_comm_set() */
+    SettingLayer hint_layer; /* MPI_Info hints */
+    Settings settings{};     /* resolved: defaults < env < attr < hints */
+    bool mismatch = false;   /* ranks disagree: this communicator passes everything through */
     uint64_t settings_epoch = 0; /* settings resolved so far (collective calls: alike on every rank) */
-    int fft = 0;                 /* fft_topk's transforms, probed on every rank (state_agree_fft):
-                                  * 1 the same bits, -1 different, 0 not probed (not eligible) */
-    ScheduleState sched;         /* θ schedule: calls per collective shape (src/runtime/schedule.h) */
+    int fft = 0;             /* fft_topk's transforms, probed on every rank (state_agree_fft):
+                              * 1 the same bits, -1 different, 0 not probed (not eligible) */
+    ScheduleState sched; /* θ schedule: calls per collective shape (src/runtime/schedule.h) */
     std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
     /* error-feedback residuals (src/runtime/ef.h) */
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef;
@@ -112,13 +110,13 @@ float *state_ef_scratch(CommState &st, size_t n);
  *   extern "C" int compmpi_test_state_sizes(MPI_Comm comm, long long *v, int nv)
  * (not in include/compmpi.h); v[i] for i < nv in the order of StateSize. */
 enum StateSize : int {
-    kSizeAwp,        /* awp entries (cap kMaxTrackedBuffers) */
-    kSizeEf,         /* error-feedback residuals (cap kMaxTrackedBuffers) */
-    kSizeEfBytes,    /* bytes of those residuals (cap kMaxResidualBytes) */
-    kSizeSched,      /* theta-schedule shapes (cap ScheduleState::kMaxShapes) */
-    kSizeCost,       /* cost-model entries (bounded by construction, src/runtime/costmodel.h) */
-    kSizeWorkspace,  /* bytes of host workspaces (grow-only: the largest call's needs) */
-    kSizeLiveStates, /* communicator states alive in this process */
+    kSizeAwp,          /* awp entries (cap kMaxTrackedBuffers) */
+    kSizeEf,           /* error-feedback residuals (cap kMaxTrackedBuffers) */
+    kSizeEfBytes,      /* bytes of those residuals (cap kMaxResidualBytes) */
+    kSizeSched,        /* theta-schedule shapes (cap ScheduleState::kMaxShapes) */
+    kSizeCost,         /* cost-model entries (bounded by construction, src/runtime/costmodel.h) */
+    kSizeWorkspace,    /* bytes of host workspaces (grow-only: the largest call's needs) */
+    kSizeLiveStates,   /* communicator states alive in this process */
     kSizeCount
 };
 

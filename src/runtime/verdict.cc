@@ -33,9 +33,7 @@ Memo *memo() {
     return t_memo;
 }
 
-int slot_of(const VerdictKey &k) {
-    return slot(k.comm, k.kind, k.count, k.root);
-}
+int slot_of(const VerdictKey &k) { return slot(k.comm, k.kind, k.count, k.root); }
 
 bool same(const VerdictKey &a, const VerdictKey &b) {
     return a.comm == b.comm && a.kind == b.kind && a.root == b.root && a.count == b.count &&
@@ -58,22 +56,14 @@ bool verdict_key(const CollArgs &a, VerdictKey *k) {
             if (!float_predefined(a.recvtype) || (a.sendbuf != MPI_IN_PLACE && !float_predefined(a.datatype)))
                 return false;
             break;
-        default:
-            return false;
+        default: return false;
     }
     /* where the buffers live changes how the exact call runs (host staging), not the verdict;
      * device buffers simply take the full path */
-    if (cuda_is_device_ptr(a.recvbuf) ||
-        (a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf)))
+    if (cuda_is_device_ptr(a.recvbuf) || (a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf)))
         return false;
-    *k = VerdictKey{a.comm,
-                    static_cast<int>(a.kind),
-                    a.kind == Coll::bcast ? a.root : -1,
-                    a.count,
-                    a.recvcount,
-                    a.datatype,
-                    a.kind == Coll::allgather ? a.recvtype : MPI_DATATYPE_NULL,
-                    a.op,
+    *k = VerdictKey{a.comm, static_cast<int>(a.kind), a.kind == Coll::bcast ? a.root : -1, a.count, a.recvcount,
+                    a.datatype, a.kind == Coll::allgather ? a.recvtype : MPI_DATATYPE_NULL, a.op,
                     a.sendbuf == MPI_IN_PLACE};
     return true;
 }
@@ -87,9 +77,7 @@ bool verdict_lookup(const VerdictKey &k, int *reason) {
     return true;
 }
 
-uint64_t verdict_generation() {
-    return g_generation.load(std::memory_order_acquire);
-}
+uint64_t verdict_generation() { return g_generation.load(std::memory_order_acquire); }
 
 void verdict_store(const VerdictKey &k, int reason, uint64_t generation) {
     Entry &e = memo()->e[slot_of(k)];
@@ -98,13 +86,9 @@ void verdict_store(const VerdictKey &k, int reason, uint64_t generation) {
     e.gen = generation;
 }
 
-void verdict_invalidate() {
-    g_generation.fetch_add(1, std::memory_order_acq_rel);
-}
+void verdict_invalidate() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
 
-void verdict_mark_final(int reason) {
-    t_final = reason;
-}
+void verdict_mark_final(int reason) { t_final = reason; }
 
 int verdict_take_final() {
     const int r = t_final;

@@ -86,8 +86,7 @@ struct Memo {
 extern thread_local Memo *t_memo __attribute__((tls_model("initial-exec")));
 extern std::atomic<uint64_t> g_generation;
 
-template <class H>
-inline uint64_t bits_of(H h) {
+template <class H> inline uint64_t bits_of(H h) {
     static_assert(sizeof(H) <= sizeof(uint64_t), "MPI handles fit 64 bits");
     uint64_t v = 0;
     __builtin_memcpy(&v, &h, sizeof h);
@@ -103,17 +102,18 @@ inline int slot(MPI_Comm comm, int kind, MPI_Count count, int root) {
 }  // namespace verdict_detail
 
 inline bool verdict_lookup_call(Coll c, MPI_Comm comm, MPI_Count count, MPI_Count recvcount, MPI_Datatype dt,
-                                MPI_Datatype recvtype, MPI_Op op, int root_arg, const void *sendbuf,
-                                const void *recvbuf, int *reason) {
+                                MPI_Datatype recvtype, MPI_Op op, int root_arg, const void *sendbuf, const void *recvbuf,
+                                int *reason) {
     using namespace verdict_detail;
     const Memo *m = t_memo;
     if (!m) return false;
     const int kind = static_cast<int>(c), root = c == Coll::bcast ? root_arg : -1;
     const Entry &e = m->e[slot(comm, kind, count, root)];
     const VerdictKey &k = e.key;
-    if (e.gen != g_generation.load(std::memory_order_acquire) || k.comm != comm || k.kind != kind || k.count != count ||
-        k.root != root || k.datatype != dt || k.op != op || k.inplace != (sendbuf == MPI_IN_PLACE) ||
-        k.recvcount != recvcount || k.recvtype != (c == Coll::allgather ? recvtype : MPI_DATATYPE_NULL))
+    if (e.gen != g_generation.load(std::memory_order_acquire) || k.comm != comm || k.kind != kind ||
+        k.count != count || k.root != root || k.datatype != dt || k.op != op ||
+        k.inplace != (sendbuf == MPI_IN_PLACE) || k.recvcount != recvcount ||
+        k.recvtype != (c == Coll::allgather ? recvtype : MPI_DATATYPE_NULL))
         return false;
     /* device buffers take the full path (host staging of the exact call) */
     if (cuda_device_ptrs_possible() &&
