@@ -146,8 +146,9 @@ int run_exact(const CollArgs &a, const CommState &st, const CudaModule *m) {
     return m && !mpi_cuda_aware() ? with_host_copies(a, st, *m, passthrough) : passthrough(a);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+/* CallClock: std::chrono::steady_clock; under SimGrid SMPI the simulated clock (src/mpi_family.h) */
+double seconds_since(CallClock::time_point t0) {
+    return std::chrono::duration<double>(CallClock::now() - t0).count();
 }
 
 /* Does the cost model decide for this communicator's settings? (settings.def: cost_model) */
@@ -187,7 +188,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
         const int rcb = PMPI_Barrier(a.comm);
         if (rcb != MPI_SUCCESS) return raise_error(a.comm, rcb);
     }
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 = timed ? CallClock::now() : CallClock::time_point{};
     int rc;
     if (cost_runs_plain(d)) {
         static const int kReason = eligibility_reason("cost_model");
