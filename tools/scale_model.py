@@ -53,8 +53,8 @@ CHUNK = 4 << 20  # chunk_bytes' default: the two-phase allreduce runs in segment
 def twophase_alltoall(P, M, B, k, enc, dec, k2=None, chunk=CHUNK):
     """libcompmpi's two-phase allreduce: alltoall of compressed chunks, sum, allgather of compressed
     sums (ratio k2), pipelined in S = ceil(M / chunk) segments (chunk_bytes). Latency: (P-1) messages
-    per segment. Until the SMPI simulation of issue 28 this was 2(P-1) per call whatever the segments; the SimGrid SMPI
-    simulation with codecs free (docs/scale.md: alpha 2 us, the link's beta) measured (P-1)/2 to
+    per segment. It was 2(P-1) per call whatever the segments until the SimGrid SMPI simulation of
+    issue 28 with codecs free (docs/scale.md: alpha 2 us, the link's beta) measured (P-1)/2 to
     (P-1) message latencies for one segment and S(P-1) for S segments (the alltoall of segment k+1
     overlaps the allgather of segment k, one chain of P-1 latencies stays exposed per segment):
     the old term was off by +46% (bitpack 16) to +92% (terngrad) at 64 ranks and 1 MiB, and for
