@@ -183,9 +183,9 @@ def model_tables(rows, rates, rates_text):
 
 
 def plot(rows, png, mib):
-    """Speedup against P per algorithm: one panel per (platform, Gbit/s) with R=1 and
-    computation simulated, buffers of `mib` MiB per rank."""
-    groups = sorted({key_of(r) for r in rows if int(r["R"]) == 1 and r["comp"] == "on"})
+    """Speedup against P per algorithm: one panel per (platform, Gbit/s, computation simulated
+    or not) with one rank per host, buffers of `mib` MiB per rank."""
+    groups = sorted({key_of(r) for r in rows if int(r["R"]) == 1}, key=lambda g: (g[3] == "off", g[0], g[1]))
     if not groups:
         return
     tmp = tempfile.mkdtemp()
@@ -203,7 +203,7 @@ def plot(rows, png, mib):
                          if r["config"] == cfg and int(r["P"]) in base)
             if not pts:
                 continue
-            fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{cfg}.dat")
+            fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{cfg}.dat")
             with open(fn, "w") as f:
                 f.writelines(f"{p} {s:.4f}\n" for p, s in pts)
             files.append((fn, title, color, dash))
@@ -220,7 +220,7 @@ def plot(rows, png, mib):
           "set xlabel 'simulated ranks P'", "set ylabel 'speedup'", "set key top right font 'sans,7'",
           "set yrange [0:*]"]
     for i, (g, files) in enumerate(panels):
-        gp.append(f"set title '{g[0]} {g[1]} Gbit/s'")
+        gp.append(f"set title '{g[0]} {g[1]} Gbit/s{', codecs free (computation not simulated)' if g[3] == 'off' else ''}'")
         gp.append("unset key" if i else "set key top right font 'sans,7'")
         parts = [f"1 with lines lc rgb 'gray' dt 2 notitle"]
         for fn, title, color, dash in files:
