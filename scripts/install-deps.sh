@@ -7,6 +7,8 @@
 #             test program), iproute2 (network namespaces of bench/netem)
 #   examples: OpenBLAS, zlib, the Fashion-MNIST data set, gnuplot; the Python trainer:
 #             Debian's mpi4py (Open MPI), torch, numpy
+#   simulation: SimGrid 3.32's SMPI (smpicxx, smpirun; scripts/build-smpi.sh, bench/smpi/);
+#             Debian's virtual package "simgrid" is provided by libsimgrid-dev
 # The CUDA toolkit is optional and not installed here (configure finds /usr/local/cuda).
 # Nothing system-wide is changed beyond the packages: the mpi/mpirun alternatives (the
 # plain mpicc/mpiexec) stay as the packages set them.
@@ -14,7 +16,8 @@ set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
       mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libcmocka-dev
       valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
-      python3-mpi4py python3-torch python3-numpy)
+      python3-mpi4py python3-torch python3-numpy
+      libsimgrid-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")

@@ -22,6 +22,11 @@ if [ $rc != 0 ]; then
 fi
 BUILD_DIR=$PWD "$OLDPWD"/scripts/test-openmpi.sh || exit 1  # Open MPI: build, test list, mpi4py, cross-family, install
 (cd "$OLDPWD" && scripts/test-hardening.sh)  # clang, ASan/UBSan, TSan, libFuzzer (docs/hardening.md)
+# SimGrid SMPI: the simulated-MPI build and its smoke test (4 and 8 simulated ranks; docs/scale.md)
+smpi=$(cd "$OLDPWD" && scripts/test-smpi.sh 2>&1) || { echo "$smpi" | tail -n 40; echo "SMPI smoke test failed"; exit 1; }
+echo "==== tests/smpi/smoke.sh"
+echo "$smpi" | grep -E "^(PASS|FAIL)" || true
+smpi_pass=$(echo "$smpi" | sed -n 's/^\([0-9]\+\) passed, [0-9]\+ failed$/\1/p' | tail -1)
 # one closing line for the whole suite
 pass=0 fail=0
 for trs in $(find tests -name '*.trs'); do
@@ -29,5 +34,5 @@ for trs in $(find tests -name '*.trs'); do
 done
 mpi=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' tests/mpi/run_tests.sh.log | tail -1)
 mpi_pass=${mpi%% passed*}
-echo "test programs: $pass passed, $fail failed (MPI runs inside: $mpi)"
-echo "$((pass - 1 + mpi_pass)) passed, $fail failed"
+echo "test programs: $pass passed, $fail failed (MPI runs inside: $mpi; SMPI smoke: ${smpi_pass:-0} passed)"
+echo "$((pass - 1 + mpi_pass + ${smpi_pass:-0})) passed, $fail failed"

@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     const MpiFamily fam = mpi_family_built();
     std::printf("built for MPI: %s (family '%s')\n", mpi_family_describe().c_str(), mpi_family_id(fam));
     std::printf("library: %s, pkg-config: %s\n", mpi_family_libcompmpi(fam),
-                fam == MpiFamily::openmpi ? "compmpi-openmpi" : "compmpi");
+                fam == MpiFamily::openmpi ? "compmpi-openmpi" : fam == MpiFamily::smpi ? "compmpi-smpi" : "compmpi");
     /* MPI_Get_library_version may be called before MPI_Init (MPI-3.0) */
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0;

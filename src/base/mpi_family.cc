@@ -18,8 +18,11 @@
 #endif
 #elif defined(MPICH_VERSION)
 #define COMPMPI_FAMILY_MPICH 1
+#elif defined(SMPI_SHARED_MALLOC) && defined(COMPMPI_SMPI)
+#define COMPMPI_FAMILY_SMPI 1 /* SimGrid's simulated MPI (configure --with-mpi=smpi) */
+#include <simgrid/version.h>
 #else
-#error "libcompmpi builds for MPICH (mpi.h defines MPICH_VERSION) or Open MPI (mpi.h defines OPEN_MPI)"
+#error "libcompmpi builds for MPICH (mpi.h defines MPICH_VERSION), Open MPI (mpi.h defines OPEN_MPI) or SimGrid SMPI (--with-mpi=smpi)"
 #endif
 
 namespace compmpi {
@@ -27,6 +30,8 @@ namespace compmpi {
 MpiFamily mpi_family_built() {
 #ifdef COMPMPI_FAMILY_OPENMPI
     return MpiFamily::openmpi;
+#elif defined(COMPMPI_FAMILY_SMPI)
+    return MpiFamily::smpi;
 #else
     return MpiFamily::mpich;
 #endif
@@ -36,6 +41,7 @@ const char *mpi_family_name(MpiFamily f) {
     switch (f) {
         case MpiFamily::mpich: return "MPICH";
         case MpiFamily::openmpi: return "Open MPI";
+        case MpiFamily::smpi: return "SimGrid SMPI";
         default: return "unknown";
     }
 }
@@ -44,12 +50,13 @@ const char *mpi_family_id(MpiFamily f) {
     switch (f) {
         case MpiFamily::mpich: return "mpich";
         case MpiFamily::openmpi: return "openmpi";
+        case MpiFamily::smpi: return "smpi";
         default: return "unknown";
     }
 }
 
 const char *mpi_family_libcompmpi(MpiFamily f) {
-    return f == MpiFamily::openmpi ? "libcompmpi_openmpi.so" : "libcompmpi.so";
+    return f == MpiFamily::openmpi ? "libcompmpi_openmpi.so" : f == MpiFamily::smpi ? "libcompmpi_smpi.so" : "libcompmpi.so";
 }
 
 std::string mpi_family_describe() {
@@ -57,6 +64,9 @@ std::string mpi_family_describe() {
 #ifdef COMPMPI_FAMILY_OPENMPI
     std::snprintf(buf, sizeof buf, "Open MPI %d.%d.%d (MPI %d.%d)", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
                   OMPI_RELEASE_VERSION, MPI_VERSION, MPI_SUBVERSION);
+#elif defined(COMPMPI_FAMILY_SMPI)
+    std::snprintf(buf, sizeof buf, "SimGrid SMPI %d.%d (MPI %d.%d, simulated)", SIMGRID_VERSION_MAJOR,
+                  SIMGRID_VERSION_MINOR, MPI_VERSION, MPI_SUBVERSION);
 #else
     std::snprintf(buf, sizeof buf, "MPICH %s (MPI %d.%d)", MPICH_VERSION, MPI_VERSION, MPI_SUBVERSION);
 #endif
@@ -182,6 +192,15 @@ namespace {
 /* A C program linked to the other MPI has both libraries loaded before main(): stop at once. */
 __attribute__((constructor)) void family_check_at_load() { mpi_family_check("load"); }
 }  // namespace
+
+/* ---------------------------------------------------------------- SimGrid SMPI */
+
+#ifdef COMPMPI_SMPI
+bool mpi_attr_foreign(MPI_Comm comm, int owner_rank) {
+    int me = -1;
+    return PMPI_Comm_rank(comm, &me) == MPI_SUCCESS && me != owner_rank;
+}
+#endif
 
 /* ---------------------------------------------------------------- MPI-4 fallbacks */
 

@@ -19,18 +19,93 @@
 #pragma once
 #include <mpi.h>
 
+#include <chrono>
+#include <ratio>
 #include <string>
+#include <type_traits>
 
 namespace compmpi {
 
-enum class MpiFamily { unknown = 0, mpich = 1, openmpi = 2 };
+enum class MpiFamily { unknown = 0, mpich = 1, openmpi = 2, smpi = 3 };
 
-/* The family this build is for (from mpi.h: OPEN_MPI / MPICH_VERSION). */
+/* The family this build is for (from mpi.h: OPEN_MPI / MPICH_VERSION / SimGrid's
+ * SMPI_SHARED_MALLOC). */
 MpiFamily mpi_family_built();
-const char *mpi_family_name(MpiFamily f);     /* "MPICH", "Open MPI", "unknown" */
-const char *mpi_family_id(MpiFamily f);       /* "mpich", "openmpi", "unknown"  */
-/* File name of this build's libcompmpi ("libcompmpi.so" or "libcompmpi_openmpi.so"). */
+const char *mpi_family_name(MpiFamily f);     /* "MPICH", "Open MPI", "SimGrid SMPI", "unknown" */
+const char *mpi_family_id(MpiFamily f);       /* "mpich", "openmpi", "smpi", "unknown"  */
+/* File name of this build's libcompmpi ("libcompmpi.so", "libcompmpi_openmpi.so" or
+ * "libcompmpi_smpi.so"). */
 const char *mpi_family_libcompmpi(MpiFamily f);
+
+/* ---- SimGrid SMPI (configure --with-mpi=smpi; COMPMPI_SMPI). A simulated MPI: every rank
+ * runs in one process (one thread), each with its own copy of libcompmpi
+ * (smpirun --cfg=smpi/privatize-libs), and a program's time is SMPI's simulated clock. What
+ * SMPI 3.32 does differently, and how libcompmpi copes (docs/scale.md, "Simulated with
+ * SimGrid SMPI"); under MPICH and Open MPI none of this changes anything:
+ *  - time: MPI_Wtime is the simulated clock, the host's steady clock times the simulator:
+ *    the entry points time calls (cost model samples) on CallClock, MPI_Wtime under SMPI;
+ *  - derived datatypes: their envelopes are wrong and MPI_Pack_external is missing:
+ *    kMpiDerivedTypesKnown is false, such calls pass through;
+ *  - MPI_COMM_WORLD's attributes are shared by all simulated ranks: mpi_attr_foreign();
+ *  - inputs of some calls lack const in SMPI's mpi.h: mpi_in();
+ *  - MPI_Init_thread provides MPI_THREAD_SINGLE only: the non-blocking collectives pass
+ *    through (nb_progress needs MPI_THREAD_MULTIPLE), nothing to do here. */
+#ifdef COMPMPI_SMPI
+inline constexpr bool kMpiSimulated = true;
+#else
+inline constexpr bool kMpiSimulated = false;
+#endif
+/* Whether libcompmpi may read derived datatypes' layouts (MPI_Type_get_envelope/contents)
+ * and pack them (MPI_Pack_external): under SMPI 3.32 neither can be trusted, so calls on
+ * derived datatypes pass through to SMPI unchanged (eligibility reason `datatype`).
+ * Measured there: a struct of two floats (or of a float and an int) is reported as
+ * MPI_COMBINER_CONTIGUOUS of 8 bytes; a resized float as MPI_COMBINER_INDEXED with a
+ * struct's arguments (count 3, three types, addresses an indexed type does not have); a
+ * subarray as a contiguous type with its offset moved into a nonzero lower bound, which
+ * a layout proof from the envelope would read from the wrong place; and MPI_Pack_external,
+ * the fallback for layouts that are not dense, stops the simulation ("Not yet
+ * implemented"). */
+inline constexpr bool kMpiDerivedTypesKnown = !kMpiSimulated;
+
+/* Whether an attribute found on comm belongs to another rank than the caller, owner_rank
+ * being the owner's rank in comm. Only under SMPI, where MPI_COMM_WORLD is one object for
+ * all simulated ranks: every rank's attribute of its own keyval sits on it, so
+ * MPI_Comm_dup(MPI_COMM_WORLD) on one rank calls every rank's copy callback with every
+ * rank's value (and later every delete callback on the duplicate). A copy callback that
+ * locked another rank's state would wait, in SMPI's one thread, for a rank that may be
+ * suspended inside a collective holding that lock: the simulation hangs. The copy
+ * callback declines such attributes (flag 0). Elsewhere always false, at no cost. */
+#ifdef COMPMPI_SMPI
+bool mpi_attr_foreign(MPI_Comm comm, int owner_rank);
+#else
+constexpr bool mpi_attr_foreign(MPI_Comm, int) { return false; }
+#endif
+
+/* An input argument of an MPI call whose prototype lacks const in SMPI 3.32's mpi.h
+ * (MPI_Pack_external, MPI_Unpack_external: MPI-2's prototypes); elsewhere p unchanged. */
+template <class T>
+constexpr auto mpi_in(T *p) {
+    if constexpr (kMpiSimulated) return const_cast<std::remove_const_t<T> *>(p);
+    else return p;
+}
+
+/* The clock the MPI's time runs on, for durations (std::chrono's clock interface):
+ * MPI_Wtime, read through PMPI. CallClock is the one the entry points time calls with:
+ * under SMPI this one, elsewhere std::chrono::steady_clock, as it always was. */
+struct MpiClock {
+    using rep = double;
+    using period = std::ratio<1>;
+    using duration = std::chrono::duration<double>;
+    using time_point = std::chrono::time_point<MpiClock>;
+    static constexpr bool is_steady = true;
+    static time_point now() noexcept { return time_point(duration(PMPI_Wtime())); }
+};
+#ifdef COMPMPI_SMPI
+using CallClock = MpiClock;
+#else
+using CallClock = std::chrono::steady_clock;
+#endif
+
 /* One line: family, MPI version of mpi.h, MPI standard version, large-count support. */
 std::string mpi_family_describe();
 

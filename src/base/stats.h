@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "base/mpi_family.h" /* CallClock */
+
 namespace compmpi {
 
 /* The blocking collectives, then the non-blocking entry points (src/runtime/progress.h): the
@@ -54,13 +56,14 @@ void stats_set_entry(Coll e);
 /* Printing them (with the pass-through reasons' names and the cost model's lines) is the
  * runtime's: src/runtime/report.h. */
 
-/* Elapsed nanoseconds added to a counter on scope exit. */
+/* Elapsed nanoseconds added to a counter on scope exit (CallClock: the steady clock;
+ * under SimGrid SMPI the simulated one, src/mpi_family.h). */
 class ScopedTimer {
   public:
-    explicit ScopedTimer(std::atomic<uint64_t> &acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
+    explicit ScopedTimer(std::atomic<uint64_t> &acc) : acc_(acc), t0_(CallClock::now()) {}
     ~ScopedTimer() {
         acc_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now() - t0_).count()),
+                           CallClock::now() - t0_).count()),
                        std::memory_order_relaxed);
     }
     ScopedTimer(const ScopedTimer &) = delete;
@@ -68,7 +71,7 @@ class ScopedTimer {
 
   private:
     std::atomic<uint64_t> &acc_;
-    std::chrono::steady_clock::time_point t0_;
+    CallClock::time_point t0_;
 };
 
 }  // namespace compmpi

@@ -189,6 +189,7 @@ bool float_signature(MPI_Datatype t, MPI_Count *k) {
         *k = 1;
         return true;
     }
+    if (!kMpiDerivedTypesKnown) return false; /* SimGrid SMPI: derived types pass through (src/mpi_family.h) */
     MPI_Count sz;
     if (t == MPI_DATATYPE_NULL || !type_size(t, &sz) || sz % 4 != 0 || !signature_floats_only(t)) return false;
     *k = sz / 4;
@@ -227,7 +228,8 @@ int floats_pack(const void *buf, MPI_Count count, MPI_Datatype t, float *out, MP
 #else
     MPI_Aint pos = 0;
     if (count > INT_MAX) return MPI_ERR_COUNT;
-    rc = PMPI_Pack_external(kExternal32, buf, static_cast<int>(count), t, out, static_cast<MPI_Aint>(n) * 4, &pos);
+    rc = PMPI_Pack_external(mpi_in(kExternal32), mpi_in(buf), static_cast<int>(count), t, out, static_cast<MPI_Aint>(n) * 4,
+                            &pos);
 #endif
     if (rc != MPI_SUCCESS) return rc;
     if (pos != n * 4) return MPI_ERR_TYPE;
@@ -245,7 +247,7 @@ int floats_unpack(const float *in, MPI_Count n, void *buf, MPI_Count count, MPI_
 #else
     MPI_Aint pos = 0;
     if (count > INT_MAX) return MPI_ERR_COUNT;
-    int rc = PMPI_Unpack_external(kExternal32, be.data(), static_cast<MPI_Aint>(n) * 4, &pos, buf,
+    int rc = PMPI_Unpack_external(mpi_in(kExternal32), be.data(), static_cast<MPI_Aint>(n) * 4, &pos, buf,
                                   static_cast<int>(count), t);
 #endif
     if (rc != MPI_SUCCESS) return rc;

@@ -26,8 +26,9 @@ namespace {
 int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
              CollWorkspace *ws, Plan &plan, float *shadow_out = nullptr);
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+/* CallClock: std::chrono::steady_clock; under SimGrid SMPI the simulated clock (src/base/mpi_family.h) */
+double seconds_since(CallClock::time_point t0) {
+    return std::chrono::duration<double>(CallClock::now() - t0).count();
 }
 
 /* The shadow output of an explored compressed call (run_plan's shadow_out): host memory
@@ -105,7 +106,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     }
     static const int kReason = eligibility_reason("cost_model"), kQueued = eligibility_reason("cost_model_queued"),
                      kExplore = eligibility_reason("cost_explore");
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 = timed ? CallClock::now() : CallClock::time_point{};
     int rc;
     if (cost_runs_plain(d)) {
         rc = device_run_exact(a, st, m);

@@ -24,8 +24,12 @@ std::mutex g_create_mu;
 bool g_env_mismatch = false; /* serialises first-use creation of a communicator's state */
 int g_env_fft = 0;           /* the world's fft probe at MPI_Init (CommState::fft) */
 
-int copy_cb(MPI_Comm, int, void *, void *in, void *out, int *flag) {
+int copy_cb(MPI_Comm oldcomm, int, void *, void *in, void *out, int *flag) {
     const CommState *old = static_cast<const CommState *>(in);
+    if (mpi_attr_foreign(oldcomm, old->rank)) { /* SimGrid SMPI only (src/mpi_family.h) */
+        *flag = 0;
+        return MPI_SUCCESS;
+    }
     CommState *n = new (std::nothrow) CommState;
     if (!n) return MPI_ERR_NO_MEM;
     {
