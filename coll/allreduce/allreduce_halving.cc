@@ -391,8 +391,9 @@ bool allreduce_use_halving(const CollCtx &c, size_t n, int nodes) {
 }
 
 Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes) {
-    return allreduce_use_halving(c, n, nodes) ? coll_allreduce_halving(c, in, out, n)
-                                              : coll_allreduce_twophase(c, in, out, n);
+    if (!allreduce_use_halving(c, n, nodes)) return coll_allreduce_twophase(c, in, out, n);
+    c.stats->halving++;
+    return coll_allreduce_halving(c, in, out, n);
 }
 
 }  // namespace compmpi
