@@ -32,7 +32,8 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error", "fft_differ", "stage_mpi", "fft_adopt"};
+constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob", "mpi_error",
+                                  "fft_differ", "stage_mpi",   "fft_adopt",    "link_skew"};
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -50,7 +51,8 @@ bool parse(const char *text, Spec *s, std::string *err) {
             for (int k = 1; k < static_cast<int>(sizeof kKinds / sizeof *kKinds); ++k)
                 if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
             if (s->kind == FaultKind::none) {
-                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt)";
+                *err = "unknown fault '" + tok +
+                       "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt, link_skew)";
                 return false;
             }
             continue;
@@ -78,7 +80,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
             return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
         }
     }
-    if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt)
+    if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt || s->kind == FaultKind::link_skew)
         have_call = true, s->call = 0; /* the first probe / MPI_Init */
     if (s->kind == FaultKind::stage_mpi) { /* a mode of every rank and call, not an event */
         if (have_rank || have_call) return *err = "stage_mpi takes no rank= or call=", false;
@@ -136,6 +138,10 @@ bool fault_fire(FaultKind kind, FaultWhere where) {
     }
     if (kind == FaultKind::fft_adopt) {
         log_warn("COMPMPI_FAULT (test-only): injected fft_adopt: this rank does not adopt rank 0's FFTW wisdom");
+        return true;
+    }
+    if (kind == FaultKind::link_skew) {
+        log_warn("COMPMPI_FAULT (test-only): injected link_skew: this rank's link probe measures 1000x its alpha, its explored two-phase calls 1000x their time");
         return true;
     }
     log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",

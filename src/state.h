@@ -126,6 +126,25 @@ struct CommState {
     /* private duplicates for point-to-point messages of compressed algorithms (halving-
      * doubling), per communicator they serve (this one, its node leaders); freed with the state */
     std::vector<std::pair<MPI_Comm, MPI_Comm>> p2p;
+    /* the links between the ranks of a communicator (this one, its node leaders), measured
+     * once for allreduce_algorithm=auto and agreed over its ranks (allreduce_choice.cc) */
+    struct LinkProbe {
+        MPI_Comm comm;
+        double alpha, beta; /* seconds per message, bytes per second */
+    };
+    std::vector<LinkProbe> links;
+    /* allreduce_algorithm=auto where the alpha-beta model is not clear: both algorithms timed
+     * on the first calls of a (communicator, n, codec parameters), then the faster one
+     * (coll/allreduce/allreduce_choice.cc); at most kMaxAutoChoices entries */
+    struct AutoChoice {
+        MPI_Comm comm;
+        size_t n;
+        uint64_t codec;        /* codec id, bits, variant, param, bucket */
+        int explored = 0;      /* calls run so far */
+        double best[2] = {0, 0}; /* fastest agreed time (0: none yet): two-phase, halving-doubling */
+        int decided = -1;      /* -1 exploring, 0 two-phase, 1 halving-doubling */
+    };
+    std::vector<AutoChoice> auto_choices;
     /* CUDA module context for device buffers (created on the first device call) */
     void *gpu_ctx = nullptr;
     void (*gpu_destroy)(void *) = nullptr;
