@@ -10,7 +10,10 @@
 #       [--rate 200mbit] [--delay 1000] [--burst 64kb]   per node link; delay in us, one way
 #       [--sizes 1M,4M,16M]                        allreduce sizes of every algorithm
 #       [--auto-sizes 1M,4M,16M,64M]               auto's sizes, one job each (its choice is
-#                                                  read from the job's statistics)
+#                                                  read from the job's statistics: the
+#                                                  hierarchical=/halving= counters, and the
+#                                                  compmpi-stats-auto notes of timed choices)
+#       [--auto-one-job]                           auto's sizes in one job (choices from the notes)
 #       [--codecs "default bitpack:16 q8 terngrad"]
 #       [--algs "twophase halving_doubling hier_twophase hier_halving auto"]
 #       [--other-colls bcast,allgather] [--other-sizes 1M,4M]   per codec, default algorithm
@@ -39,7 +42,7 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 out="" lib="" topos="4x1 8x1 16x1 2x2 4x2 8x2 4x4" rate=200mbit delay=1000 burst=64kb
 sizes=1M,4M,16M auto_sizes=1M,4M,16M,64M codecs="default bitpack:16 q8 terngrad"
 algs="twophase halving_doubling hier_twophase hier_halving auto" other_colls=bcast,allgather other_sizes=1M,4M
-iters=3 warmup=1 dwarmup=9 idle_us=200 timeout_s=600 other=1
+iters=3 warmup=1 dwarmup=9 idle_us=200 timeout_s=600 other=1 auto_one=0
 orig_args="$*"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -61,7 +64,8 @@ while [ $# -gt 0 ]; do
         --idle-sleep-us) idle_us=$2; shift 2 ;;
         --timeout) timeout_s=$2; shift 2 ;;
         --no-other) other=0; shift ;;
-        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+        --auto-one-job) auto_one=1; shift ;;
+        -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
 done
@@ -98,7 +102,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-[ -f "$out/raw.tsv" ] || printf 'topo\tnodes\tppn\tranks\tcodec\talg\tcoll\tbytes\tt_lib_med_s\tt_lib_min_s\tt_plain_med_s\tt_plain_min_s\tratio_med\tratio_lo\tratio_hi\tcpu\thost_busy\trq_wait\tcpu_plain\thost_busy_plain\trq_wait_plain\twire_ratio\thierarchical\thalving\tcalls\tstatus\tload1\n' > "$out/raw.tsv"
+[ -f "$out/raw.tsv" ] || printf 'topo\tnodes\tppn\tranks\tcodec\talg\tcoll\tbytes\tt_lib_med_s\tt_lib_min_s\tt_plain_med_s\tt_plain_min_s\tratio_med\tratio_lo\tratio_hi\tcpu\thost_busy\trq_wait\tcpu_plain\thost_busy_plain\trq_wait_plain\twire_ratio\thierarchical\thalving\tcalls\tstatus\tload1\tauto_decisions\tlink_alpha_beta\n' > "$out/raw.tsv"
 [ -f "$out/alphabeta.tsv" ] || printf 'topo\tnodes\tppn\talpha_s\tbeta_Bps\tbeta_loaded_Bps\tload1\n' > "$out/alphabeta.tsv"
 
 # codec_env SPEC -> ENV array
@@ -150,11 +154,15 @@ run_job() {
         local st; st=$(grep -m1 "^compmpi-stats: coll=$c " "$e" || true)
         skv() { printf '%s\n' "$st" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
         local calls; calls=$(skv compressed)
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        # auto's decisions (measured) and the alpha*beta its probe measured, from the notes
+        local dec ab
+        dec=$(sed -n 's/^compmpi-stats-auto: ranks=\([0-9]*\) floats=\([0-9]*\) .* -> \(.*\)$/\2@\1:\3/p' "$e" | tr '\n' ';')
+        ab=$(sed -n 's/^compmpi-stats-link: .*alpha_beta_bytes=\([0-9]*\).*/\1/p' "$e" | head -1)
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
             "$topo" "$n" "$r" "$p" "$codec" "$alg" "$c" "$(kv bytes)" "$(kv t_med_s)" "$(kv t_min_s)" \
             "$(kv t_plain_med_s)" "$(kv t_plain_min_s)" "$(kv ratio_med)" "$(kv ratio_lo)" "$(kv ratio_hi)" \
             "$(kv cpu)" "$(kv host_busy)" "$(kv rq_wait)" "$(kv cpu_plain)" "$(kv host_busy_plain)" "$(kv rq_wait_plain)" \
-            "$(skv ratio)" "$(skv hierarchical)" "$(skv halving)" "${calls:-0}" "$status" "$load" >> "$out/raw.tsv"
+            "$(skv ratio)" "$(skv hierarchical)" "$(skv halving)" "${calls:-0}" "$status" "$load" "${dec:--}" "${ab:--}" >> "$out/raw.tsv"
         log "  $topo $codec $alg $c $(kv bytes): lib $(kv t_med_s) plain $(kv t_plain_med_s) ratio_med $(kv ratio_med) cpu $(kv cpu) rq_wait $(kv rq_wait) [$status, $(($(date +%s) - t0))s]"
     done < <(grep "^coll=" "$o" || true)
     grep -q "^coll=" "$o" || log "  $tag: no result ($status; see $e)"
@@ -179,7 +187,9 @@ for topo in $topos; do
         for alg in $algs; do
             case $alg in hier_*) [ "$r" -ge 2 ] || continue ;; esac
             [ "$codec" = default ] && [ "$alg" != auto ] && continue
-            if [ "$alg" = auto ]; then
+            if [ "$alg" = auto ] && [ $auto_one = 1 ]; then
+                run_job "$topo" "$n" "$r" "$codec" auto allreduce "$auto_sizes"
+            elif [ "$alg" = auto ]; then
                 for s in "${auto_list[@]}"; do run_job "$topo" "$n" "$r" "$codec" auto allreduce "$s"; done
             else
                 run_job "$topo" "$n" "$r" "$codec" "$alg" allreduce "$sizes"

@@ -14,7 +14,7 @@
  *     cost(algorithm) = messages * alpha*beta + bytes, this call's exact blob sizes, per
  *     rank (allreduce_cost);
  *     link_alpha_beta given: halving-doubling when 10% (kAutoMargin) below two-phase;
- *     measured: the cheaper when the costs differ by more than kAutoClear (2x); else
+ *     measured: the cheaper when the costs differ by more than kAutoClear (4x); else
  *       explore: the first 6 calls of this (n, codec parameters) alternate two-phase and
  *       halving-doubling, each after a barrier, its time agreed by MAX over the ranks; the
  *       first call of each is a warm-up; then the one whose faster sample is faster, for
@@ -41,7 +41,11 @@ namespace compmpi {
 
 namespace {
 
-constexpr double kAutoClear = 2.0; /* measured alpha*beta: model costs this far apart decide alone */
+/* measured alpha*beta: model costs this far apart decide alone. The model's worst miss seen
+ * (docs/scale.md): 16 ranks, terngrad, 1 MiB, predicted halving-doubling 2.1x cheaper,
+ * measured 1.3x slower (MPICH sends an alltoall of small chunks all at once, the model counts
+ * its P - 1 messages one after another) */
+constexpr double kAutoClear = 4.0;
 constexpr int kAutoExplore = 6;    /* t, h, t, h, t, h: one warm-up and two samples each */
 constexpr size_t kMaxAutoChoices = 64;
 std::atomic<bool> g_link_skewed{false};         /* COMPMPI_FAULT=link_skew fired on this rank (test-only) */
