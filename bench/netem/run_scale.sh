@@ -65,7 +65,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=$2; shift 2 ;;
         --no-other) other=0; shift ;;
         --auto-one-job) auto_one=1; shift ;;
-        -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
 done
