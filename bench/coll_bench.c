@@ -45,6 +45,15 @@
  *           (a busy loop, no MPI calls) for as long as the plain collective alone took (its
  *           median over a first pass of the same iterations, the slowest rank's), as OSU's
  *           osu_i* overlap tests do; the times are then issue + compute + wait.
+ * --cpu     CPU use while the timed calls ran, per arm (emulated clusters: were the cores,
+ *           not the links, the limit?): cpu = CPU seconds of all ranks in the calls
+ *           (getrusage, every thread) / (the calls' wall seconds x online cores), the job's
+ *           share of the machine; host_busy = the fraction of all cores busy then, whoever used
+ *           them (rank 0's /proc/stat; other jobs, niced ones too, count); rq_wait = the
+ *           fraction of that time a rank's main thread was ready to run but waited for a core
+ *           (/proc/self/schedstat, mean over ranks): well above 0, the cores were a limit.
+ *           Output adds cpu=... host_busy=... rq_wait=... (with --paired also
+ *           cpu_plain=... host_busy_plain=... rq_wait_plain=...).
  *
  * Output (rank 0, one line per collective and size, flushed immediately):
  *   coll=allreduce bytes=67108864 ranks=2 iters=5 t_min_s=... t_med_s=...
@@ -70,6 +79,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 enum coll_kind { C_ALLREDUCE, C_ALLGATHER, C_BCAST, C_RSB, C_NKINDS };
 enum form_kind { F_BLOCKING, F_NONBLOCKING, F_PERSISTENT };
@@ -233,6 +244,50 @@ static void median_ci(const double *v, int n, double *lo, double *hi)
     if (j < 1) j = 1;
     *lo = v[j - 1];
     *hi = v[n - j];
+}
+
+/* --cpu: this rank's CPU seconds, and (rank 0) busy and total jiffies of the whole machine */
+struct cpu_mark {
+    double cpu, wait;
+    unsigned long long busy, total;
+};
+static void cpu_mark(struct cpu_mark *m)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    m->cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    m->wait = 0;
+    unsigned long long run_ns, wait_ns;
+    FILE *f = fopen("/proc/self/schedstat", "r");
+    if (f && fscanf(f, "%llu %llu", &run_ns, &wait_ns) == 2) m->wait = 1e-9 * (double)wait_ns;
+    if (f) fclose(f);
+    m->busy = m->total = 0;
+    f = g_rank == 0 ? fopen("/proc/stat", "r") : NULL;
+    unsigned long long v[8] = {0};
+    if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                    &v[7]) == 8) {
+        for (int i = 0; i < 8; i++) m->total += v[i];
+        m->busy = m->total - v[3] - v[4]; /* all but idle and iowait */
+    }
+    if (f) fclose(f);
+}
+/* per arm: [0] CPU s, [1] wall s, [2] busy jiffies, [3] total jiffies, [4] run-queue wait s */
+static void cpu_add(double acc[5], const struct cpu_mark *a, const struct cpu_mark *b, double wall)
+{
+    acc[0] += b->cpu - a->cpu;
+    acc[1] += wall;
+    acc[2] += (double)(b->busy - a->busy);
+    acc[3] += (double)(b->total - a->total);
+    acc[4] += b->wait - a->wait;
+}
+/* " cpu=.. host_busy=.." for one arm (rank 0; acc summed over ranks, host figures rank 0's) */
+static void cpu_format(char *out, size_t len, const char *suffix, const double acc[5], double host_busy,
+                       double host_total)
+{
+    const double cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    const double wall = acc[1] / g_size; /* acc[1]: every rank's wall seconds, summed */
+    snprintf(out, len, " cpu%s=%.3f host_busy%s=%.3f rq_wait%s=%.3f", suffix, wall > 0 ? acc[0] / (wall * cores) : 0,
+             suffix, host_total > 0 ? host_busy / host_total : 0, suffix, acc[1] > 0 ? acc[4] / acc[1] : 0);
 }
 
 /* One call of the collective under test through the MPI_* names (libcompmpi's, when it is
@@ -428,7 +483,7 @@ static void usage(void)
         fprintf(stderr,
                 "usage: coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,...]\n"
                 "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
-                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired]\n");
+                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired] [--cpu]\n");
 }
 
 int main(int argc, char **argv)
@@ -439,7 +494,8 @@ int main(int argc, char **argv)
 
     int colls[C_NKINDS], ncolls = 0;
     size_t sizes[64];
-    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0, overlap = 0;
+    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0, overlap = 0,
+        cpu = 0;
     enum form_kind form = F_BLOCKING;
     enum data_kind dk = D_GRADIENT;
     uint64_t seed = 42;
@@ -474,6 +530,7 @@ int main(int argc, char **argv)
             else if (!strcmp(v, "persistent")) form = F_PERSISTENT;
             else die("unknown --form '%s'", v);
         }
+        else if (!strcmp(o, "--cpu")) cpu = 1;
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) { usage(); MPI_Finalize(); return 0; }
         else { usage(); die("unknown option '%s'", o); }
 #undef NEEDV
@@ -572,6 +629,7 @@ int main(int argc, char **argv)
             /* --overlap: a first pass (pass 0) times the plain collective alone; its median, the
              * slowest rank's, is the computation of the timed pass */
             double tcomp = 0, tot[2] = {0, 0};
+            double cpu_acc[2][5] = {{0}}; /* --cpu: [0] the MPI_* arm, [1] the plain arm */
             for (int pass = overlap ? 0 : 1; pass < 2; pass++) {
             for (int it = 0; it < warmup + iters; it++)
             for (int arm = 0; arm < 1 + paired; arm++) {
@@ -592,6 +650,8 @@ int main(int argc, char **argv)
                     break;
                 default: break;
                 }
+                struct cpu_mark m0, m1;
+                if (cpu) cpu_mark(&m0);
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 for (int b = 0; b < batch; b++) {
@@ -608,6 +668,10 @@ int main(int argc, char **argv)
                 double t = (MPI_Wtime() - t0) / batch;
                 if (pass == 1) tot[plain] += t * batch;
                 if (it >= warmup) (plain ? ptimes : times)[it - warmup] = t;
+                if (cpu && pass == 1 && it >= warmup) {
+                    cpu_mark(&m1);
+                    cpu_add(cpu_acc[plain], &m0, &m1, t * batch);
+                }
             }
                 if (pass == 0) { /* the plain (or only) arm's median, slowest rank */
                     double *pure = paired ? ptimes : times, med;
@@ -623,6 +687,15 @@ int main(int argc, char **argv)
             MPI_Reduce(times, tmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (paired) MPI_Reduce(ptimes, ptmax, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
+            char cpu_s[240] = "";
+            if (cpu) {
+                double sum[2][5];
+                MPI_Reduce(cpu_acc, sum, 10, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+                if (g_rank == 0) {
+                    cpu_format(cpu_s, 120, "", sum[0], cpu_acc[0][2], cpu_acc[0][3]);
+                    if (paired) cpu_format(cpu_s + strlen(cpu_s), 120, "_plain", sum[1], cpu_acc[1][2], cpu_acc[1][3]);
+                }
+            }
             char err_s[64] = "na", ident_s[8] = "na";
             if (check) {
                 size_t rbytes = ck == C_ALLGATHER ? bytes * (size_t)g_size
@@ -660,9 +733,9 @@ int main(int argc, char **argv)
                 if (form != F_BLOCKING)
                     snprintf(form_s, sizeof form_s, " form=%s%s", form_names[form], overlap ? " overlap=1" : "");
                 if (overlap) snprintf(form_s + strlen(form_s), sizeof form_s - strlen(form_s), " t_compute_s=%.9f", tcomp);
-                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s%s%s\n",
+                printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s%s%s%s\n",
                        coll_names[ck], bytes, g_size, iters, tmax[0], median_sorted(tmax, iters), tmax[iters - 1],
-                       err_s, ident_s, pair_s, form_s);
+                       err_s, ident_s, pair_s, form_s, cpu_s);
                 fflush(stdout);
             }
             free(pristine);

@@ -54,6 +54,25 @@ struct CollState {
     /* private duplicates for point-to-point messages of compressed algorithms (halving-
      * doubling), per communicator they serve (this one, its node leaders) */
     std::vector<std::pair<MPI_Comm, MPI_Comm>> p2p;
+    /* the links between the ranks of a communicator (this one, its node leaders), measured
+     * once for allreduce_algorithm=auto and agreed over its ranks (allreduce_choice.cc) */
+    struct LinkProbe {
+        MPI_Comm comm;
+        double alpha, beta; /* seconds per message, bytes per second */
+    };
+    std::vector<LinkProbe> links;
+    /* allreduce_algorithm=auto where the alpha-beta model is not clear: both algorithms timed
+     * on the first calls of a (communicator, n, codec parameters), then the faster one
+     * (coll/allreduce/allreduce_choice.cc); at most kMaxAutoChoices entries */
+    struct AutoChoice {
+        MPI_Comm comm;
+        size_t n;
+        uint64_t codec;          /* codec id, bits, variant, param, bucket */
+        int explored = 0;        /* calls run so far */
+        double best[2] = {0, 0}; /* fastest agreed time (0: none yet): two-phase, halving-doubling */
+        int decided = -1;        /* -1 exploring, 0 two-phase, 1 halving-doubling */
+    };
+    std::vector<AutoChoice> auto_choices;
     CollState() = default;
     CollState(const CollState &) = delete;
     CollState &operator=(const CollState &) = delete;
@@ -118,20 +137,26 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
  * (Rabenseifner's order), log2 P steps; non-power-of-two P by folding (allreduce_halving.cc). */
 Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n);
 /* Dense codecs: the algorithm setting allreduce_algorithm names (auto: see
- * allreduce_use_halving); `nodes` = nodes the communicator spans (1 if unknown). */
+ * allreduce_use_halving); `nodes` = nodes the communicator spans (1 if unknown).
+ * (coll/allreduce/allreduce_choice.cc) */
 Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes);
-/* allreduce_algorithm=auto: halving-doubling only across nodes (nodes > 1) and from 4 ranks,
- * when the alpha-beta prediction messages * kAutoAlphaBytes + bytes (per rank, this call's
- * exact blob sizes) is kAutoMargin below the two-phase one. The same inputs on every rank. */
-bool allreduce_use_halving(const CollCtx &c, size_t n, int nodes);
+/* allreduce_algorithm=auto: *halving = true for halving-doubling, only across nodes
+ * (nodes > 1) and from 4 ranks, when the alpha-beta prediction messages * alpha_beta + bytes
+ * (per rank, this call's exact blob sizes) is kAutoMargin below the two-phase one. alpha_beta
+ * = allreduce_alpha_beta(): the same on every rank, so is the choice. Fails only on an MPI
+ * error of the probe (every rank of c.comm calls this for the same call). */
+Status allreduce_use_halving(CollCtx &c, size_t n, int nodes, bool *halving);
 struct AllreduceCost {
     double messages = 0; /* sequential messages on the busiest rank */
     double bytes = 0;    /* bytes that rank sends */
 };
 AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving);
-/* alpha * beta of the link: 2 us per message at 100 Gbit/s (tools/scale_model.py's figures;
- * assumed, not measured: this machine has no network) */
-inline constexpr double kAutoAlphaBytes = 2e-6 * 100e9 / 8;
+AllreduceCost allreduce_halving_cost(const CollCtx &c, size_t n); /* (allreduce_halving.cc) */
+/* alpha * beta of the links between the ranks of c.comm in bytes (a message's latency in
+ * bytes' transfer time): the setting link_alpha_beta, or 0 there: measured at the first call
+ * on c.comm (collective over it: pairs of ranks exchange 8 B and 1 MiB, alpha and 1/beta
+ * agreed by MAX over the ranks, kept per communicator in c.st->links), identical on every rank. */
+Status allreduce_alpha_beta(CollCtx &c, double *alpha_beta);
 inline constexpr double kAutoMargin = 0.10;
 /* Sparse codecs (CODEC_SPARSE): allgather of variable-size blobs, sum in rank order. */
 Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n);
@@ -187,6 +212,11 @@ inline size_t coll_blob_stride(const CodecOps &codec, size_t n, const CodecParam
  * non-blocking collectives only inside MPI calls); nothing for MPI_REQUEST_NULL. */
 Status coll_wait(CollCtx &c, MPI_Request *req);
 void coll_poke(MPI_Request *req);
+
+/* The private duplicate of c.comm for point-to-point messages of compressed algorithms
+ * (collective on first use: every rank of c.comm reaches here in the same call; freed with
+ * the state). */
+Status coll_p2p_comm(CollCtx &c, MPI_Comm *out);
 
 /* Byte collectives with counts beyond INT_MAX handled (MPI-4 _c calls). */
 Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride);

@@ -206,6 +206,17 @@ void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *sr
     c.be->sub(c.be_ctx, ef_new, src, ef_new, n);
 }
 
+Status coll_p2p_comm(CollCtx &c, MPI_Comm *out) {
+    for (const auto &pr : c.st->p2p)
+        if (pr.first == c.comm) return *out = pr.second, Status::ok;
+    MPI_Comm d = MPI_COMM_NULL;
+    const int rc = PMPI_Comm_split(c.comm, 0, c.rank, &d); /* split: no attributes copied */
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    c.st->p2p.emplace_back(c.comm, d);
+    *out = d;
+    return Status::ok;
+}
+
 uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk) {
     uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) ^ (call * 0x9E3779B97F4A7C15ull) ^
                  (static_cast<uint64_t>(phase) << 60) ^ (static_cast<uint64_t>(static_cast<uint32_t>(chunk)) << 16);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: install dependencies, build, then
-# run the unit tests (CMocka), the fuzz target, the MPI tests (tests/mpi/testlist: 2, 3 and
-# 4 ranks, LD_PRELOAD and linked, some under valgrind) and the docs check.
+# run the unit tests (CMocka), the fuzz target, the MPI tests (tests/mpi/testlist: 2 to 8 ranks,
+# t_scale at 13, 16 and 32; LD_PRELOAD and linked, some under valgrind) and the docs check.
+# The longer correctness sweep at scale (more ranks, bigger buffers): scripts/test-scale.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

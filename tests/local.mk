@@ -140,6 +140,23 @@ MPITEST_PROGS += tests/mpi/t_halving
 tests_mpi_t_halving_SOURCES = tests/mpi/t_halving.c tests/mpi/mpitest.h
 tests_mpi_t_halving_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_halving_LDFLAGS = $(MPITEST_NOINSTALL)
+# correctness at scale: every algorithm and codec family at 13-32 oversubscribed ranks
+MPITEST_PROGS += tests/mpi/t_scale
+tests_mpi_t_scale_SOURCES = tests/mpi/t_scale.c tests/mpi/mpitest.h
+tests_mpi_t_scale_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_scale_LDFLAGS = $(MPITEST_NOINSTALL)
+# allreduce_algorithm=auto with measured alpha and beta: the same choice on every rank
+MPITEST_PROGS += tests/mpi/t_auto_choice
+tests_mpi_t_auto_choice_SOURCES = tests/mpi/t_auto_choice.c tests/mpi/mpitest.h
+tests_mpi_t_auto_choice_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_auto_choice_LDFLAGS = $(MPITEST_NOINSTALL)
+# test-only LD_PRELOAD shim: idle MPICH/UCX ranks sleep instead of spinning (testlist option
+# idle_sleep; oversubscribed runs such as t_scale at 32 ranks on 2 cores)
+check_LTLIBRARIES = tests/mpi/idle_sleep.la
+tests_mpi_idle_sleep_la_SOURCES = tests/mpi/idle_sleep.c
+tests_mpi_idle_sleep_la_CFLAGS = $(AM_CFLAGS) -O2
+tests_mpi_idle_sleep_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests/mpi
+tests_mpi_idle_sleep_la_LIBADD = -ldl
 
 # ---- Fortran MPI test (only where configure found the MPI family's Fortran wrapper); built
 # by the wrapper directly so that configure needs no Fortran compiler otherwise

@@ -115,9 +115,11 @@ def k_sum(c, P, k):
 
 
 def auto_picks(c, P, M, k):
-    """What allreduce_algorithm=auto chooses across nodes (coll/allreduce/allreduce_halving.cc:
-    allreduce_use_halving): messages * ALPHA * AUTO_B + bytes sent per rank, communication only,
-    halving-doubling when 10% below two-phase (blob headers left out here)."""
+    """What allreduce_algorithm=auto chooses across nodes with link_alpha_beta fixed at ALPHA * AUTO_B
+    (coll/allreduce/allreduce_choice.cc: the model alone): messages * ALPHA * AUTO_B + bytes sent
+    per rank, communication only, halving-doubling when 10% below two-phase (blob headers left
+    out here). By default auto measures alpha and beta and times both algorithms where the
+    model is not clear (docs/design.md)."""
     L = ALPHA * AUTO_B
     two = 2 * (P - 1) * L + (P - 1) / P * M * (1 / k + 1 / k_sum(c, P, k))
     steps = int(math.log2(P))
@@ -126,7 +128,7 @@ def auto_picks(c, P, M, k):
     return "halving-doubling" if hd < 0.9 * two else "two-phase"
 
 
-AUTO_B = 100e9 / 8  # the link auto assumes (kAutoAlphaBytes = 2 us x 100 Gbit/s)
+AUTO_B = 100e9 / 8  # link_alpha_beta=25000: 2 us x 100 Gbit/s (auto measures it by default)
 
 
 def main():

@@ -2,7 +2,9 @@
 # cluster.sh — emulated cluster of N "hosts" on one machine, built from
 # network namespaces, veth pairs, a bridge and tc token-bucket shaping.
 #
-#   cluster.sh up N RATE [BURST [LATENCY]]   e.g.  cluster.sh up 4 1gbit
+#   cluster.sh up [--delay US] N RATE [BURST [LATENCY]]
+#                                             e.g.  cluster.sh up 4 1gbit
+#                                                   cluster.sh up --delay 500 8 200mbit
 #   cluster.sh down                           tear everything down (idempotent)
 #   cluster.sh status                         namespaces, addresses, qdisc counters
 #   cluster.sh kill                           kill every process still running
@@ -16,6 +18,12 @@
 # (network -> host), so every host's link is shaped in both directions.
 # Defaults: burst 512kb, latency 50ms (override with BURST/LATENCY arguments or
 # the CMPI_TBF_BURST / CMPI_TBF_LATENCY environment variables).
+# --delay US (or CMPI_DELAY_US): every packet a host sends waits US microseconds before
+# its shaper, one way (a round trip: 2 US): netem's job, done by nfq_delay (this kernel has
+# no netem qdisc, nor nft's queue expression): an iptables rule in each host's OUTPUT chain
+# (-o eth0 -j NFQUEUE --queue-bypass) queues its packets to NFQUEUE 0, which build/nfq_delay
+# (one process, pid in /run/cmpi-nfq_delay.pid) releases US later. Needs iptables
+# (apt-get install iptables; iptables-legacy is used where present).
 #
 # Nothing outside the namespaces created here is touched: no address, route,
 # sysctl or qdisc of the root namespace is changed.
@@ -27,6 +35,8 @@ BR=br0
 IFACE=eth0               # name of the veth inside every host namespace
 NET=10.77.0              # /24, host K gets $NET.(K+1)
 MAX_HOSTS=64
+DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+DELAY_PID=/run/cmpi-nfq_delay.pid
 
 die() { echo "cluster.sh: error: $*" >&2; exit 1; }
 log() { echo "cluster.sh: $*" >&2; }
@@ -67,8 +77,42 @@ kill_all() {
     done
 }
 
+stop_delay() {
+    [ -f "$DELAY_PID" ] || return 0
+    local pid
+    pid=$(cat "$DELAY_PID" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -q nfq_delay "/proc/$pid/cmdline" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+    fi
+    rm -f "$DELAY_PID" /run/cmpi-delay-us
+}
+
+# start_delay US NS...: queue every packet leaving eth0 of each NS to nfq_delay
+start_delay() {
+    local us=$1; shift
+    local ipt
+    ipt=$(command -v iptables-legacy || command -v iptables) ||
+        die "--delay needs iptables (apt-get install iptables): this kernel has no netem qdisc"
+    local bin=$DIR/build/nfq_delay
+    if [ ! -x "$bin" ] || [ "$DIR/nfq_delay.c" -nt "$bin" ]; then
+        mkdir -p "$DIR/build"
+        cc -O2 -Wall -o "$bin" "$DIR/nfq_delay.c" || die "could not build $bin"
+    fi
+    local ns
+    for ns in "$@"; do
+        ip netns exec "$ns" "$ipt" -A OUTPUT -o "$IFACE" -j NFQUEUE --queue-num 0 --queue-bypass ||
+            die "iptables refused the NFQUEUE rule in $ns"
+    done
+    setsid "$bin" "$us" "$@" </dev/null >>/run/cmpi-nfq_delay.log 2>&1 &
+    echo $! > "$DELAY_PID"
+    sleep 0.3
+    [ -d "/proc/$(cat "$DELAY_PID")" ] || die "nfq_delay did not start (see /run/cmpi-nfq_delay.log)"
+}
+
 cmd_down() {
     need_root "$@"
+    stop_delay
     kill_all
     local ns
     for ns in $(all_namespaces); do
@@ -102,7 +146,10 @@ shape() {  # shape NS DEV
 
 cmd_up() {
     need_root "$@"
-    [ $# -ge 2 ] || die "usage: $0 up N RATE [BURST [LATENCY]]"
+    DELAY_US=${CMPI_DELAY_US:-0}
+    if [ "${1:-}" = --delay ]; then DELAY_US=${2:-}; shift 2; fi
+    [[ $DELAY_US =~ ^[0-9]+$ ]] || die "--delay needs microseconds (an integer), got '$DELAY_US'"
+    [ $# -ge 2 ] || die "usage: $0 up [--delay US] N RATE [BURST [LATENCY]]"
     N=$1; RATE=$2
     BURST=${3:-${CMPI_TBF_BURST:-512kb}}
     LATENCY=${4:-${CMPI_TBF_LATENCY:-50ms}}
@@ -163,7 +210,13 @@ The emulated cluster cannot work in this sandbox (needs CAP_SYS_ADMIN + CAP_NET_
         done
         [ $ok -eq 1 ] || { cmd_down; die "host $NET.$((k + 1)) not reachable from ${PREFIX_NS}0"; }
     done
-    log "up: $N hosts ${PREFIX_NS}0..${PREFIX_NS}$((N - 1)) = $NET.1..$NET.$N on $IFACE, tbf rate $RATE burst $BURST latency $LATENCY both directions"
+    if [ "$DELAY_US" -gt 0 ]; then
+        local hosts=()
+        for ((k = 0; k < N; k++)); do hosts+=("${PREFIX_NS}$k"); done
+        start_delay "$DELAY_US" "${hosts[@]}"
+    fi
+    echo "$DELAY_US" > /run/cmpi-delay-us
+    log "up: $N hosts ${PREFIX_NS}0..${PREFIX_NS}$((N - 1)) = $NET.1..$NET.$N on $IFACE, tbf rate $RATE burst $BURST latency $LATENCY both directions, delay ${DELAY_US} us per packet sent"
 }
 
 cmd_status() {
@@ -175,7 +228,7 @@ cmd_status() {
         ip netns list 2>/dev/null | grep -x "$BR_NS" >/dev/null && echo "(stale bridge namespace $BR_NS present; run '$0 down')"
         return 0
     fi
-    echo "cluster: up ($(echo "$hosts" | wc -l) hosts)"
+    echo "cluster: up ($(echo "$hosts" | wc -l) hosts, delay $(cat /run/cmpi-delay-us 2>/dev/null || echo 0) us per packet sent)"
     local ns addr q k pids
     for ns in $hosts; do
         k=${ns#"$PREFIX_NS"}
@@ -208,5 +261,5 @@ case $sub in
     status) cmd_status "$@" ;;
     kill)   need_root; kill_all ;;
     ns-of)  cmd_ns_of "$@" ;;
-    *) echo "usage: $0 up N RATE [BURST [LATENCY]] | down | status | kill | ns-of IP" >&2; exit 2 ;;
+    *) echo "usage: $0 up [--delay US] N RATE [BURST [LATENCY]] | down | status | kill | ns-of IP" >&2; exit 2 ;;
 esac

@@ -1,11 +1,16 @@
 #!/bin/bash
-# mpirun.sh — run an MPI program with one rank per emulated host of the
-# cluster made by cluster.sh (rank k in namespace cmpik, address 10.77.0.(k+1)).
+# mpirun.sh — run an MPI program on the emulated hosts of the cluster made by
+# cluster.sh: one rank per host (rank k in namespace cmpik, address 10.77.0.(k+1)),
+# or with --ppn R, R ranks per host ("node"): ranks kR .. kR+R-1 in cmpik.
 #
-#   mpirun.sh -n P [--preload LIB] [--mpi-prefix PREFIX] [--timeout SEC]
+#   mpirun.sh -n P [--ppn R] [--preload LIB] [--mpi-prefix PREFIX] [--timeout SEC]
 #             [--openmpi] [-genv K V ...] -- PROGRAM ARGS...
 #
-#   -n P              number of ranks (the cluster must have >= P hosts)
+#   -n P              number of ranks (the cluster must have >= ceil(P/R) hosts)
+#   --ppn R           ranks per host (default 1): hydra gets -hosts 10.77.0.1:R,...,
+#                     Open MPI --host 10.77.0.1:R,...; the R ranks of a host share its
+#                     namespace and shaped link, and MPI sees them as one node
+#                     (MPI_Comm_split_type SHARED, shared memory between them)
 #   --preload LIB     LD_PRELOAD=LIB for the ranks only (passed with -genv, so
 #                     mpiexec and the hydra proxies are not preloaded)
 #   --mpi-prefix DIR  use DIR/bin/mpiexec instead of Debian's mpiexec.mpich
@@ -14,6 +19,11 @@
 #   --finalize-fix    also preload build/ucx_finalize_fix.so (built on demand):
 #                     avoids the MPI_Finalize hang of Debian's MPICH ch4:ucx over
 #                     UCX TCP (see ucx_finalize_fix.c); only changes MPI_Finalize
+#   --idle-sleep      also preload build/idle_sleep.so (tests/mpi/idle_sleep.c): a rank
+#                     that finds nothing to do sleeps (MPITEST_IDLE_SLEEP_US, default 50)
+#                     instead of spinning, so that more ranks than cores do not starve
+#                     each other (plain and compressed arms alike); adds up to the
+#                     sleep to the time a waiting rank notices a message
 #   --ucx-eager       -genv UCX_RNDV_THRESH inf: UCX sends every message eagerly
 #                     (no rendezvous handshake); much steadier times on the shaped
 #                     links, see README.md (ignored by a ch3 build)
@@ -37,16 +47,18 @@ NET=10.77.0
 
 die() { echo "mpirun.sh: error: $*" >&2; exit 2; }
 
-np=""; preload=""; timeout_s=""; verbose=0; ffix=0; eager=0; ompi=0
+np=""; ppn=1; preload=""; timeout_s=""; verbose=0; ffix=0; eager=0; ompi=0; idle=0
 mpi_prefix=${MPI_PREFIX:-}
 genv=()
 while [ $# -gt 0 ]; do
     case $1 in
         -n|-np) np=${2:-}; shift 2 ;;
+        --ppn) ppn=${2:-}; shift 2 ;;
         --preload) preload=${2:-}; shift 2 ;;
         --mpi-prefix) mpi_prefix=${2:-}; shift 2 ;;
         --timeout) timeout_s=${2:-}; shift 2 ;;
         --finalize-fix) ffix=1; shift ;;
+        --idle-sleep) idle=1; shift ;;
         --ucx-eager) eager=1; shift ;;
         --openmpi) ompi=1; shift ;;
         -genv) [ $# -ge 3 ] || die "-genv needs K V"; genv+=(-genv "$2" "$3"); shift 3 ;;
@@ -58,11 +70,13 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || die "usage: mpirun.sh -n P [--preload LIB] [-genv K V ...] -- PROGRAM ARGS"
 [[ $np =~ ^[0-9]+$ ]] && [ "$np" -ge 1 ] || die "-n P needs a positive integer"
+[[ $ppn =~ ^[0-9]+$ ]] && [ "$ppn" -ge 1 ] || die "--ppn R needs a positive integer"
 [ "$(id -u)" -eq 0 ] || die "must be run as root (ip netns exec)"
+nhosts=$(( (np + ppn - 1) / ppn ))
 
-for ((k = 0; k < np; k++)); do
+for ((k = 0; k < nhosts; k++)); do
     ip netns list 2>/dev/null | awk '{print $1}' | grep -x "cmpi$k" >/dev/null \
-        || die "cluster has no host cmpi$k; run: $dir/cluster.sh up $np RATE"
+        || die "cluster has no host cmpi$k; run: $dir/cluster.sh up $nhosts RATE"
 done
 
 if [ $ompi -eq 1 ]; then
@@ -90,11 +104,19 @@ if [ $ffix -eq 1 ]; then
     fi
     preload=$fix${preload:+:$preload}
 fi
+if [ $idle -eq 1 ]; then
+    isl=$dir/build/idle_sleep.so
+    if [ ! -f "$isl" ] || [ "$dir/../../tests/mpi/idle_sleep.c" -nt "$isl" ]; then
+        mkdir -p "$dir/build"
+        cc -O2 -shared -fPIC -o "$isl" "$dir/../../tests/mpi/idle_sleep.c" -ldl || die "could not build $isl"
+    fi
+    preload=$isl${preload:+:$preload}
+fi
 [ -n "$preload" ] && genv=(-genv LD_PRELOAD "$preload" "${genv[@]}")
 [ $eager -eq 1 ] && genv=(-genv UCX_RNDV_THRESH inf "${genv[@]}")
 
 hosts=""
-for ((k = 1; k <= np; k++)); do hosts+="${hosts:+,}$NET.$k:1"; done
+for ((k = 1; k <= nhosts; k++)); do hosts+="${hosts:+,}$NET.$k:$ppn"; done
 
 if [ $ompi -eq 1 ]; then
     # Open MPI: its rsh launcher starts one orted per host through nsrsh (no tree spawn:

@@ -1,6 +1,6 @@
 /* Compressed allreduce by recursive halving and doubling (Rabenseifner's order), for dense
- * codecs; and the choice between it and the two-phase allreduce (setting
- * allreduce_algorithm, docs/design.md "Collective algorithms" and "Scale on paper").
+ * codecs (setting allreduce_algorithm, docs/design.md "Collective algorithms" and "Scale on
+ * paper").
  *
  * Q = the largest power of two <= P ranks, k = log2 Q. The buffer is cut into Q chunks
  * (chunk_range(n, Q, j)); after the reduce-scatter new rank i owns chunk i.
@@ -40,7 +40,8 @@
  * (chunk_bytes does not apply).
  *
  * Traffic per rank, compressed: the two-phase volume 2 (Q-1)/Q n / ratio, in 2 log2 Q messages
- * instead of 2 (P-1) (plus the fold's whole buffer and Q final blobs for extra ranks).
+ * instead of 2 (P-1) (plus the fold's whole buffer and Q final blobs for extra ranks). Which
+ * of the two runs under allreduce_algorithm=auto: coll/allreduce/allreduce_choice.cc.
  */
 #include <algorithm>
 #include <climits>
@@ -143,19 +144,6 @@ Plan make_plan(const CollCtx &c, size_t n) {
     return pl;
 }
 
-/* The private duplicate for point-to-point messages of this communicator (collective on
- * first use: every rank of comm reaches here in the same call). */
-Status p2p_comm(CollCtx &c, MPI_Comm *out) {
-    for (const auto &pr : c.st->p2p)
-        if (pr.first == c.comm) return *out = pr.second, Status::ok;
-    MPI_Comm d = MPI_COMM_NULL;
-    const int rc = PMPI_Comm_split(c.comm, 0, c.rank, &d); /* split: no attributes copied */
-    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-    c.st->p2p.emplace_back(c.comm, d);
-    *out = d;
-    return Status::ok;
-}
-
 constexpr size_t kPiece = size_t{1} << 30; /* bytes per point-to-point message */
 constexpr int kTag = 7;
 
@@ -194,7 +182,7 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
     const bool own = own_encoded(*c.codec);
     const Enc e1 = sum_params(c, 1);
     MPI_Comm comm;
-    CMPI_CHECK(p2p_comm(c, &comm));
+    CMPI_CHECK(coll_p2p_comm(c, &comm));
 
     const int Q = pl.Q, rem = pl.rem;
     const bool extra = r < 2 * rem && r % 2 == 0;
@@ -331,68 +319,18 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
     return Status::ok;
 }
 
-/* ---- the choice (setting allreduce_algorithm) ---- */
-
-AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving) {
+/* Communication of one call (coll/allreduce/allreduce_choice.cc weighs it against two-phase). */
+AllreduceCost allreduce_halving_cost(const CollCtx &c, size_t n) {
     AllreduceCost k;
-    const int P = c.size;
-    if (P < 2) return k;
-    if (halving) {
-        const Plan pl = make_plan(c, n);
-        /* the busiest rank: an extra rank's fold and final blobs, plus a new rank's steps */
-        k.messages = 2.0 * pl.k + (pl.rem ? 2 : 0);
-        double b = pl.rem ? static_cast<double>(pl.fold + pl.fin * pl.Q) : 0;
-        for (size_t s : pl.step) b += static_cast<double>(s);
-        b += static_cast<double>(pl.fin) * (pl.Q - 1);
-        k.bytes = b;
-        return k;
-    }
-    /* two-phase, as coll_allreduce_twophase chooses its path (one segment) */
-    CodecParams p2 = c.params;
-    p2.nranks = P;
-    const CodecOps *codec2 = c.codec;
-    CodecParams pr = c.params;
-    pr.nranks = P;
-    const bool reduced = c.codec->reduced_params && c.codec->reduced_params(pr, &p2) == Status::ok;
-    if (!reduced) p2 = c.params;
-    if (!reduced && quantise_once(*c.codec)) {
-        codec2 = codec_by_id(static_cast<int>(CodecId::none));
-        p2 = CodecParams{};
-    }
-    const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
-    if (quantise_once(*c.codec)) {
-        const size_t gather = blob_max_bytes(*c.codec, n, c.params);
-        if (gather <= blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2)) {
-            k.messages = P - 1;
-            k.bytes = static_cast<double>(gather) * (P - 1);
-            return k;
-        }
-    }
-    size_t lo, base;
-    chunk_range(n, P, 0, &lo, &base);
-    k.messages = 2.0 * (P - 1);
-    k.bytes = static_cast<double>(coll_blob_stride(*c.codec, base, c.params) +
-                                  coll_blob_stride(*codec2, base, p2)) *
-              (P - 1);
+    if (c.size < 2) return k;
+    const Plan pl = make_plan(c, n);
+    /* the busiest rank: an extra rank's fold and final blobs, plus a new rank's steps */
+    k.messages = 2.0 * pl.k + (pl.rem ? 2 : 0);
+    double b = pl.rem ? static_cast<double>(pl.fold + pl.fin * pl.Q) : 0;
+    for (size_t st : pl.step) b += static_cast<double>(st);
+    b += static_cast<double>(pl.fin) * (pl.Q - 1);
+    k.bytes = b;
     return k;
-}
-
-bool allreduce_use_halving(const CollCtx &c, size_t n, int nodes) {
-    const int a = c.settings->allreduce_algorithm;
-    if (a == enum_value(SettingId::allreduce_algorithm, "halving_doubling")) return true;
-    if (a == enum_value(SettingId::allreduce_algorithm, "twophase")) return false;
-    /* auto: on one node the two-phase algorithm (MPICH's shared-memory collectives,
-     * pipelined); across nodes the alpha-beta prediction of tools/scale_model.py with this
-     * call's exact blob sizes, halving-doubling when it is kAutoMargin faster */
-    if (nodes <= 1 || c.size < 4) return false;
-    const AllreduceCost h = allreduce_cost(c, n, true), t = allreduce_cost(c, n, false);
-    const double th = h.messages * kAutoAlphaBytes + h.bytes, tt = t.messages * kAutoAlphaBytes + t.bytes;
-    return th < (1.0 - kAutoMargin) * tt;
-}
-
-Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes) {
-    return allreduce_use_halving(c, n, nodes) ? coll_allreduce_halving(c, in, out, n)
-                                              : coll_allreduce_twophase(c, in, out, n);
 }
 
 }  // namespace compmpi

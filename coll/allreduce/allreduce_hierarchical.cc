@@ -112,6 +112,7 @@ bool coll_hierarchy(CollState &cs, const Settings &s, MPI_Comm comm, int rank, H
 Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
                                    bool sparse) {
     if (n > INT_MAX) return Status::unsupported;
+    c.stats->hierarchical++;
     const int cnt = static_cast<int>(n);
     int rc;
     const void *contrib = sendbuf; /* what enters the node reduce (MPI_IN_PLACE: out) */

@@ -31,8 +31,8 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob", "mpi_error",    "fft_differ",
-                                  "stage_mpi", "fft_adopt",   "cost_plain",   "cost_compress"};
+constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob",  "mpi_error", "fft_differ",
+                                  "stage_mpi", "fft_adopt",   "cost_plain",    "cost_compress", "link_skew"};
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -52,7 +52,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
             if (s->kind == FaultKind::none) {
                 *err = "unknown fault '" + tok +
                        "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt, cost_plain, "
-                       "cost_compress)";
+                       "cost_compress, link_skew)";
                 return false;
             }
             continue;
@@ -80,7 +80,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
             return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
         }
     }
-    if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt)
+    if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt || s->kind == FaultKind::link_skew)
         have_call = true, s->call = 0; /* the first probe / MPI_Init */
     if (s->kind == FaultKind::stage_mpi || s->kind == FaultKind::cost_plain ||
         s->kind == FaultKind::cost_compress) { /* a mode of every rank and call, not an event */
@@ -139,6 +139,10 @@ bool fault_fire(FaultKind kind, FaultWhere where) {
     }
     if (kind == FaultKind::fft_adopt) {
         log_warn("COMPMPI_FAULT (test-only): injected fft_adopt: this rank does not adopt rank 0's FFTW wisdom");
+        return true;
+    }
+    if (kind == FaultKind::link_skew) {
+        log_warn("COMPMPI_FAULT (test-only): injected link_skew: this rank's link probe measures 1000x its alpha, its explored two-phase calls 1000x their time");
         return true;
     }
     log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",

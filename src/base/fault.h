@@ -13,6 +13,11 @@
  *     fft_differ    rank R's fft_topk probe hash (state_agree_fft) is changed, as if its CPU
  *                   or FFTW build differed from the others' (call= not needed: it fires at
  *                   the first probe)
+ *     link_skew     rank R's link probe (allreduce_algorithm=auto across nodes,
+ *                   coll/allreduce/allreduce_choice.cc) measures 1000x its alpha (latency),
+ *                   and its explored two-phase calls 1000x their time, as a slow link would
+ *                   (call= not needed: fires at the first probe); every rank must still
+ *                   choose the same algorithm (halving-doubling)
  *     fft_adopt     rank R (not 0) does not adopt rank 0's fft_plan wisdom at MPI_Init, as
  *                   if its FFTW could not plan from it (call= not needed): every rank must go
  *                   back to FFTW_ESTIMATE plans (fft_topk::reset_plans)
@@ -42,7 +47,7 @@
 namespace compmpi {
 
 enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
-                             cost_plain, cost_compress };
+                             cost_plain, cost_compress, link_skew };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */

@@ -1,6 +1,7 @@
 #include "base/stats.h"
 
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 
@@ -42,5 +43,20 @@ CollStats &stats(Coll c) { return g_stats[t_entry >= 0 ? t_entry : static_cast<i
 CollStats &stats_counters(Coll c) { return g_stats[static_cast<int>(c)]; }
 
 void stats_set_entry(Coll e) { t_entry = e == Coll::count_ ? -1 : static_cast<int>(e); }
+
+namespace {
+std::mutex g_notes_mu;
+std::vector<std::string> g_notes;
+}  // namespace
+
+void stats_note(const std::string &line) {
+    std::lock_guard<std::mutex> lk(g_notes_mu);
+    g_notes.push_back(line);
+}
+
+std::vector<std::string> stats_notes() {
+    std::lock_guard<std::mutex> lk(g_notes_mu);
+    return g_notes;
+}
 
 }  // namespace compmpi

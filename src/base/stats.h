@@ -2,6 +2,7 @@
  * at MPI_Finalize when COMPMPI_STATS=1, one line per collective:
  *   compmpi-stats: coll=allreduce compressed=.. passthrough=.. bytes_in=.. bytes_wire=..
  *     bytes_uncompressed_wire=.. ratio=.. t_encode_s=.. t_decode_s=.. t_comm_s=.. fallback_nonfinite=..
+ *     fallback_error=.. hierarchical=.. halving=.. sparse_twophase=.. decode_overlapped=..
  * and one line of pass-through reasons:
  *   compmpi-stats-passthrough: coll=allreduce <reason>=<calls> ...                         */
 #pragma once
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 #include <chrono>
 #include <cstdint>
 
@@ -34,6 +36,8 @@ struct CollStats {
     std::atomic<uint64_t> bytes_uncompressed_wire{0}; /* what the same algorithm sends uncompressed */
     std::atomic<uint64_t> ns_encode{0}, ns_decode{0}, ns_comm{0};
     std::atomic<uint64_t> fallback_nonfinite{0}, fallback_error{0};
+    std::atomic<uint64_t> hierarchical{0};    /* allreduces that ran the hierarchical algorithm */
+    std::atomic<uint64_t> halving{0};         /* dense allreduces that ran halving-doubling (leaders' too) */
     std::atomic<uint64_t> sparse_twophase{0}; /* sparse allreduces that took SparCML's two-phase path */
     std::atomic<uint64_t> decode_overlapped{0}; /* fft_topk allreduces decoded while their exchange ran */
     /* bytes the cost model's measuring compressed runs handed to MPI (their results are
@@ -53,6 +57,10 @@ void stats_enable(bool on);
 /* This thread's calls count as entry point `e` (a progress thread running a non-blocking
  * operation); Coll::count_ restores counting by the collective passed to stats(). */
 void stats_set_entry(Coll e);
+/* A line the statistics print as it is (rank 0's notes only), e.g. a one-time cost at
+ * MPI_Init or a measurement an algorithm made once; stats_notes() reads them back. */
+void stats_note(const std::string &line);
+std::vector<std::string> stats_notes();
 /* Printing them (with the pass-through reasons' names and the cost model's lines) is the
  * runtime's: src/runtime/report.h. */
 

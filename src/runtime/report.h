@@ -12,7 +12,5 @@ namespace compmpi {
 void stats_reset();
 /* Collective over MPI_COMM_WORLD: sum over ranks, print on rank 0 to stderr. */
 void stats_report(MPI_Comm world);
-/* A line stats_report prints as it is (rank 0's notes only), e.g. a one-time cost at MPI_Init. */
-void stats_note(const std::string &line);
 
 }  // namespace compmpi

@@ -76,7 +76,8 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     const uint32_t rs_blocks = (1u << coll_kind::reduce_scatter_block) | (1u << coll_kind::ireduce_scatter_block) |
                                (1u << coll_kind::reduce_scatter_block_init);
     const bool allreduce_only =
-        id == SettingId::hierarchy || id == SettingId::node_size || id == SettingId::allreduce_algorithm;
+        id == SettingId::hierarchy || id == SettingId::node_size || id == SettingId::allreduce_algorithm ||
+        id == SettingId::link_alpha_beta;
     if (allreduce_only && !(s.collectives & allreduces))
         return no("it applies to allreduce only (blocking, non-blocking or persistent), which is not in collectives");
     if (id == SettingId::chunk_bytes && !(s.collectives & (allreduces | rs_blocks)))
@@ -119,8 +120,10 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     }
     if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE) && c->id != CodecId::fft_topk)
         return no("only the dense and the fft_topk allreduce are pipelined; codec " + cname + " takes the sparse path");
-    if (id == SettingId::allreduce_algorithm && (c->flags & CODEC_SPARSE))
+    if ((id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) && (c->flags & CODEC_SPARSE))
         return no("it chooses among dense allreduce algorithms; codec " + cname + " takes the sparse path");
+    if (id == SettingId::link_alpha_beta && s.allreduce_algorithm != enum_value(SettingId::allreduce_algorithm, "auto"))
+        return no("allreduce_algorithm is not auto");
     if (id == SettingId::chunk_bytes && s.allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "halving_doubling"))
         return no("allreduce_algorithm=halving_doubling is not pipelined");
     if (id == SettingId::node_size && s.hierarchy == enum_value(SettingId::hierarchy, "off"))

@@ -46,7 +46,7 @@ while read -r line; do
     if [ -n "${MPI_TEST_EXCLUDE:-}" ] && [[ $line =~ $MPI_TEST_EXCLUDE ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" count_n="" count_re="" wrap=() only="" optional=0
+    genv=() rank0=() args=() expect_fail=0 expect_re="" count_n="" count_re="" wrap=() only="" optional=0 idle=0
     for o in $opts; do
         case $o in
             only:*) only=${o#only:} ;;
@@ -54,6 +54,7 @@ while read -r line; do
             arg:*) args+=("${o#arg:}") ;;
             expect_fail) expect_fail=1 ;;
             optional) optional=1 ;;
+            idle_sleep) idle=1 ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
             expect_stderr_count:*) count_re=${o#expect_stderr_count:}; count_n=${count_re%%:*}
                                    count_re=${count_re#*:}; count_re=${count_re//\\s/[[:space:]]} ;;
@@ -75,9 +76,11 @@ while read -r line; do
     # The tests exercise the compressed algorithms: the cost model (which would run most calls
     # on shared memory exactly) is off unless a line sets COMPMPI_COST_MODEL itself.
     [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(COMPMPI_COST_MODEL=off)
+    pre=${MPI_TEST_PRELOAD:-}
+    [ $idle = 1 ] && pre="${pre:+$pre }$top_builddir/tests/mpi/.libs/idle_sleep.so"
     case $mode in
-        preload) genv+=("LD_PRELOAD=${MPI_TEST_PRELOAD:+$MPI_TEST_PRELOAD }$lib") ;;
-        plain|link) ;;
+        preload) genv+=("LD_PRELOAD=${pre:+$pre }$lib") ;;
+        plain|link) [ $idle = 1 ] && genv+=("LD_PRELOAD=$pre") ;;
         *) echo "testlist: unknown mode '$mode'"; exit 2 ;;
     esac
     exe="$top_builddir/tests/mpi/$prog"

@@ -1,0 +1,248 @@
+/* Which dense allreduce runs (setting allreduce_algorithm; docs/design.md "Choosing the dense
+ * allreduce"): the one named, or under auto the alpha-beta prediction of both, with alpha and
+ * beta measured on this communicator's links, and where that prediction is not clear, both
+ * algorithms timed on the first calls.
+ *
+ *   auto, one node (nodes <= 1) or < 4 ranks ......... two-phase
+ *   auto, across nodes:
+ *     alpha*beta = link_alpha_beta, or (0) measured once on this communicator:
+ *        ranks 2i <-> 2i+1 (a rank left over waits)     PMPI_Sendrecv 8 B, then 1 MiB,
+ *                                                       untimed once, then 3 times each
+ *        alpha = fastest 8 B exchange, 1/beta = (fastest 1 MiB - alpha) / (1 MiB - 8)
+ *        PMPI_Allreduce(MAX) of (alpha, 1/beta) over the communicator: every rank holds the
+ *        same numbers (the slowest pair's), so every rank makes the same choice
+ *     cost(algorithm) = messages * alpha*beta + bytes, this call's exact blob sizes, per
+ *     rank (allreduce_cost);
+ *     link_alpha_beta given: halving-doubling when 10% (kAutoMargin) below two-phase;
+ *     measured: the cheaper when the costs differ by more than kAutoClear (4x); else
+ *       explore: the first 6 calls of this (n, codec parameters) alternate two-phase and
+ *       halving-doubling, each after a barrier, its time agreed by MAX over the ranks; the
+ *       first call of each is a warm-up; then the one whose faster sample is faster, for
+ *       every later call (at most kMaxAutoChoices sizes per communicator, then the model).
+ *     The model alone was >10% off the best algorithm in emulated clusters (docs/scale.md):
+ *     it counts neither pipelined segments' exchanges nor what MPI's alltoall and
+ *     allgather make of a message schedule; the measured time counts everything.
+ *
+ * The probe runs over the private point-to-point duplicate (coll_p2p_comm), never the user's
+ * communicator; on the hierarchy's leaders it measures the links between nodes. Its cost is
+ * one-time: 4 exchanges of 1 MiB and 4 of 8 B per pair (on 100 Gbit/s ~0.4 ms; on the
+ * emulated 200 Mbit/s links of docs/scale.md ~0.2 s). */
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "coll.h"
+#include "base/fault.h"
+#include "base/settings.h"
+
+namespace compmpi {
+
+namespace {
+
+/* measured alpha*beta: model costs this far apart decide alone. The model's worst miss seen
+ * (docs/scale.md): 16 ranks, terngrad, 1 MiB, predicted halving-doubling 2.1x cheaper,
+ * measured 1.3x slower (MPICH sends an alltoall of small chunks all at once, the model counts
+ * its P - 1 messages one after another) */
+constexpr double kAutoClear = 4.0;
+constexpr int kAutoExplore = 6;    /* t, h, t, h, t, h: one warm-up and two samples each */
+constexpr size_t kMaxAutoChoices = 64;
+std::atomic<bool> g_link_skewed{false};         /* COMPMPI_FAULT=link_skew fired on this rank (test-only) */
+constexpr size_t kProbeBytes = size_t{1} << 20; /* >= 10 alpha*beta for alpha*beta up to ~100 KB */
+constexpr int kProbeReps = 3;
+constexpr int kProbeTag = 9;
+
+/* Seconds of one exchange of `bytes` both ways with `partner` (MPI_PROC_NULL: none). */
+Status exchange(CollCtx &c, MPI_Comm comm, std::vector<uint8_t> &s, std::vector<uint8_t> &r, size_t bytes, int partner,
+                double *secs) {
+    const double t0 = PMPI_Wtime();
+    const int rc = PMPI_Sendrecv(s.data(), static_cast<int>(bytes), MPI_BYTE, partner, kProbeTag, r.data(),
+                                 static_cast<int>(bytes), MPI_BYTE, partner, kProbeTag, comm, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    *secs = PMPI_Wtime() - t0;
+    return Status::ok;
+}
+
+/* Measure alpha and beta between pairs of ranks of c.comm and agree on them (see the top). */
+Status probe(CollCtx &c, double *alpha, double *beta) {
+    MPI_Comm comm;
+    CMPI_CHECK(coll_p2p_comm(c, &comm));
+    const int partner = (c.rank ^ 1) < c.size ? (c.rank ^ 1) : MPI_PROC_NULL;
+    std::vector<uint8_t> s(kProbeBytes, 0x5a), r(kProbeBytes);
+    double small = HUGE_VAL, large = HUGE_VAL, t;
+    {
+        ScopedTimer tm(c.stats->ns_comm);
+        for (int rep = -1; rep < kProbeReps; ++rep) { /* rep -1: connections, first-use costs */
+            CMPI_CHECK(exchange(c, comm, s, r, 8, partner, &t));
+            if (rep >= 0) small = std::min(small, t);
+            CMPI_CHECK(exchange(c, comm, s, r, kProbeBytes, partner, &t));
+            if (rep >= 0) large = std::min(large, t);
+        }
+    }
+    double v[2] = {0, 0}; /* alpha, seconds per byte; a rank without a partner adds nothing */
+    if (partner != MPI_PROC_NULL) {
+        v[0] = small;
+        v[1] = std::max(large - small, 0.0) / static_cast<double>(kProbeBytes - 8);
+        if (COMPMPI_FAULT_ON() && fault_fire(FaultKind::link_skew, FaultWhere::any)) g_link_skewed = true;
+        if (g_link_skewed) v[0] *= 1000;
+    }
+    const int rc = PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    *alpha = v[0];
+    *beta = 1.0 / std::max(v[1], 1e-13); /* (at most 10 TB/s: a probe lost in the noise) */
+    return Status::ok;
+}
+
+}  // namespace
+
+Status allreduce_alpha_beta(CollCtx &c, double *alpha_beta) {
+    if (c.settings->link_alpha_beta > 0)
+        return *alpha_beta = static_cast<double>(c.settings->link_alpha_beta), Status::ok;
+    for (const auto &l : c.st->links)
+        if (l.comm == c.comm) return *alpha_beta = l.alpha * l.beta, Status::ok;
+    double alpha = 0, beta = 0;
+    CMPI_CHECK(probe(c, &alpha, &beta));
+    c.st->links.push_back({c.comm, alpha, beta});
+    if (stats_enabled()) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "compmpi-stats-link: ranks=%d alpha_s=%.3e beta_Bps=%.3e alpha_beta_bytes=%.0f (measured)",
+                      c.size, alpha, beta, alpha * beta);
+        stats_note(line);
+    }
+    *alpha_beta = alpha * beta;
+    return Status::ok;
+}
+
+AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving) {
+    if (halving) return allreduce_halving_cost(c, n);
+    AllreduceCost k;
+    const int P = c.size;
+    if (P < 2) return k;
+    /* two-phase, as coll_allreduce_twophase chooses its path (one segment) */
+    CodecParams p2 = c.params;
+    p2.nranks = P;
+    const CodecOps *codec2 = c.codec;
+    CodecParams pr = c.params;
+    pr.nranks = P;
+    const bool reduced = c.codec->reduced_params && c.codec->reduced_params(pr, &p2) == Status::ok;
+    if (!reduced) p2 = c.params;
+    if (!reduced && coll_quantise_once(*c.codec)) {
+        codec2 = codec_by_id(static_cast<int>(CodecId::none));
+        p2 = CodecParams{};
+    }
+    const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
+    if (coll_quantise_once(*c.codec)) {
+        const size_t gather = blob_max_bytes(*c.codec, n, c.params);
+        if (gather <= blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2)) {
+            k.messages = P - 1;
+            k.bytes = static_cast<double>(gather) * (P - 1);
+            return k;
+        }
+    }
+    size_t lo, base;
+    chunk_range(n, P, 0, &lo, &base);
+    k.messages = 2.0 * (P - 1);
+    k.bytes =
+        static_cast<double>(coll_blob_stride(*c.codec, base, c.params) + coll_blob_stride(*codec2, base, p2)) * (P - 1);
+    return k;
+}
+
+namespace {
+
+uint64_t codec_key(const CollCtx &c) {
+    return static_cast<uint64_t>(c.codec->id) | static_cast<uint64_t>(c.params.bits) << 8 |
+           static_cast<uint64_t>(c.params.variant) << 16 | static_cast<uint64_t>(c.params.param) << 24 |
+           static_cast<uint64_t>(c.params.bucket) << 40;
+}
+
+/* The exploration entry of this call (nullptr: table full, follow the model). */
+CollState::AutoChoice *auto_choice(CollCtx &c, size_t n) {
+    const uint64_t key = codec_key(c);
+    for (auto &e : c.st->auto_choices)
+        if (e.comm == c.comm && e.n == n && e.codec == key) return &e;
+    if (c.st->auto_choices.size() >= kMaxAutoChoices) return nullptr;
+    c.st->auto_choices.push_back({c.comm, n, key});
+    return &c.st->auto_choices.back();
+}
+
+/* The model's verdict: 1 halving-doubling, 0 two-phase, -1 not clear (explore). */
+Status model_choice(CollCtx &c, size_t n, int *verdict) {
+    double ab = 0;
+    CMPI_CHECK(allreduce_alpha_beta(c, &ab));
+    const AllreduceCost h = allreduce_cost(c, n, true), t = allreduce_cost(c, n, false);
+    const double th = h.messages * ab + h.bytes, tt = t.messages * ab + t.bytes;
+    if (c.settings->link_alpha_beta > 0) return *verdict = th < (1.0 - kAutoMargin) * tt, Status::ok;
+    *verdict = th * kAutoClear < tt ? 1 : tt * kAutoClear < th ? 0 : -1;
+    return Status::ok;
+}
+
+Status run(CollCtx &c, const float *in, float *out, size_t n, bool halving) {
+    if (!halving) return coll_allreduce_twophase(c, in, out, n);
+    c.stats->halving++;
+    return coll_allreduce_halving(c, in, out, n);
+}
+
+/* One explored call: barrier, the algorithm, its time agreed by MAX (only when it succeeded:
+ * the status is the same on every rank). */
+Status explore(CollCtx &c, CollState::AutoChoice &e, const float *in, float *out, size_t n) {
+    MPI_Comm comm;
+    CMPI_CHECK(coll_p2p_comm(c, &comm));
+    const int alg = e.explored % 2;
+    int rc = PMPI_Barrier(comm);
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    const double t0 = PMPI_Wtime();
+    const Status s = run(c, in, out, n, alg == 1);
+    double t = PMPI_Wtime() - t0;
+    const int call = e.explored++;
+    if (s != Status::ok) return s;
+    if (g_link_skewed && alg == 0) t *= 1000; /* (test-only: COMPMPI_FAULT=link_skew) */
+    rc = PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    if (call >= 2 && (e.best[alg] == 0 || t < e.best[alg])) e.best[alg] = t; /* calls 0, 1: warm-ups */
+    if (e.explored >= kAutoExplore && e.best[0] > 0 && e.best[1] > 0) {
+        e.decided = e.best[1] < e.best[0];
+        if (stats_enabled()) {
+            char line[200];
+            std::snprintf(line, sizeof line,
+                          "compmpi-stats-auto: ranks=%d floats=%zu twophase_s=%.6f halving_doubling_s=%.6f -> %s",
+                          c.size, n, e.best[0], e.best[1], e.decided ? "halving_doubling" : "twophase");
+            stats_note(line);
+        }
+    }
+    return Status::ok;
+}
+
+}  // namespace
+
+Status allreduce_use_halving(CollCtx &c, size_t n, int nodes, bool *halving) {
+    const int a = c.settings->allreduce_algorithm;
+    *halving = a == enum_value(SettingId::allreduce_algorithm, "halving_doubling");
+    if (a != enum_value(SettingId::allreduce_algorithm, "auto")) return Status::ok;
+    /* auto: on one node the two-phase algorithm (MPICH's shared-memory collectives,
+     * pipelined); across nodes the alpha-beta model (a verdict of -1, not clear: two-phase
+     * here; coll_allreduce_dense explores instead) */
+    if (nodes <= 1 || c.size < 4) return Status::ok;
+    int v = 0;
+    CMPI_CHECK(model_choice(c, n, &v));
+    *halving = v == 1;
+    return Status::ok;
+}
+
+Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes) {
+    const bool autom = c.settings->allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "auto");
+    if (!autom || nodes <= 1 || c.size < 4) {
+        bool halving = false;
+        CMPI_CHECK(allreduce_use_halving(c, n, nodes, &halving));
+        return run(c, in, out, n, halving);
+    }
+    CollState::AutoChoice *e = auto_choice(c, n);
+    if (e && e->decided >= 0) return run(c, in, out, n, e->decided == 1);
+    int v = 0;
+    CMPI_CHECK(model_choice(c, n, &v));
+    if (v >= 0 || !e) return run(c, in, out, n, v == 1);
+    return explore(c, *e, in, out, n);
+}
+
+}  // namespace compmpi
