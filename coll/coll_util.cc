@@ -82,8 +82,9 @@ uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n,
         if (plen) *plen = kBlobHeaderBytes;
         return BLOB_ABANDON;
     }
+    if (host && fault_fire(FaultKind::alloc_throw, FaultWhere::any)) throw std::bad_alloc(); /* as a vector's */
     const uint8_t flag = c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
-    if (host && flag == 0 && fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) fault_corrupt_blob(out, cap);
+    if (host && flag == 0) fault_encoded(out, cap, plen); /* corrupt_blob, truncate_blob, corrupt_payload */
     return flag;
 }
 

@@ -2,12 +2,14 @@
 #include "fault.h"
 
 #include <mpi.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "codec.h"
@@ -32,7 +34,18 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none", "encode_fail", "corrupt_blob", "mpi_error", "fft_differ", "stage_mpi", "fft_adopt"};
+constexpr const char *kKinds[] = {"none",          "encode_fail",     "corrupt_blob", "mpi_error", "fft_differ",
+                                  "stage_mpi",     "fft_adopt",       "truncate_blob", "corrupt_payload",
+                                  "rank_abort",    "rank_kill",       "alloc_fail",   "alloc_throw"};
+constexpr int kNKinds = static_cast<int>(sizeof kKinds / sizeof *kKinds);
+static_assert(kNKinds == static_cast<int>(FaultKind::alloc_throw) + 1, "one name per FaultKind");
+/* the kinds that fire at a PMPI call of an algorithm (where= applies) */
+bool at_mpi_call(FaultKind k) { return k == FaultKind::mpi_error || k == FaultKind::rank_abort || k == FaultKind::rank_kill; }
+std::string kind_list() {
+    std::string l;
+    for (int k = 1; k < kNKinds; ++k) l += (k > 1 ? ", " : "") + std::string(kKinds[k]);
+    return l;
+}
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -47,10 +60,10 @@ bool parse(const char *text, Spec *s, std::string *err) {
         pos = end + 1;
         if (first) {
             first = false;
-            for (int k = 1; k < static_cast<int>(sizeof kKinds / sizeof *kKinds); ++k)
+            for (int k = 1; k < kNKinds; ++k)
                 if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
             if (s->kind == FaultKind::none) {
-                *err = "unknown fault '" + tok + "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt)";
+                *err = "unknown fault '" + tok + "' (" + kind_list() + ")";
                 return false;
             }
             continue;
@@ -73,7 +86,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
             for (int w = 0; w < 9; ++w)
                 if (val == kWheres[w]) s->where = static_cast<FaultWhere>(w), ok = true;
             if (!ok) return *err = "unknown where='" + val + "'", false;
-            if (s->kind != FaultKind::mpi_error) return *err = "where= applies to mpi_error only", false;
+            if (!at_mpi_call(s->kind)) return *err = "where= applies to mpi_error, rank_abort and rank_kill only", false;
         } else {
             return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
         }
@@ -138,22 +151,49 @@ bool fault_fire(FaultKind kind, FaultWhere where) {
         log_warn("COMPMPI_FAULT (test-only): injected fft_adopt: this rank does not adopt rank 0's FFTW wisdom");
         return true;
     }
-    log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",
-             kKinds[static_cast<int>(kind)], kind == FaultKind::mpi_error ? " in PMPI " : "",
-             kind == FaultKind::mpi_error ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call),
-             t_coll);
+    const bool mpi = at_mpi_call(kind);
+    const char *text = kind == FaultKind::rank_abort  ? "rank_abort (MPI_Abort) after PMPI "
+                       : kind == FaultKind::rank_kill ? "rank_kill (SIGKILL) after PMPI "
+                       : mpi                          ? "mpi_error in PMPI "
+                                                      : kKinds[static_cast<int>(kind)];
+    log_warn("COMPMPI_FAULT (test-only): injected %s%s in compressed call %llu (%s) on this rank", text,
+             mpi ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call), t_coll);
     return true;
 }
 
 int fault_mpi_rc(FaultWhere where, int rc) {
-    if (rc != MPI_SUCCESS || !fault_fire(FaultKind::mpi_error, where)) return rc;
-    return MPI_ERR_OTHER;
+    if (rc != MPI_SUCCESS) return rc;
+    /* the peers are inside the collective: the launcher must end them. The pause lets it
+     * forward this rank's warning line before it tears the job down. */
+    if (fault_fire(FaultKind::rank_abort, where)) {
+        log_flush_pause();
+        PMPI_Abort(MPI_COMM_WORLD, 71);
+    }
+    if (fault_fire(FaultKind::rank_kill, where)) {
+        log_flush_pause();
+        raise(SIGKILL);
+    }
+    return fault_fire(FaultKind::mpi_error, where) ? MPI_ERR_OTHER : rc;
 }
 
-void fault_corrupt_blob(uint8_t *blob, size_t cap) {
+void fault_encoded(uint8_t *out, size_t cap, size_t *plen) {
     if (cap < kBlobHeaderBytes) return;
-    blob[16] ^= 0x01; /* the header's element count: a receiver expects another */
+    uint64_t payload = 0; /* the header's payload length (u64 at byte 24, little-endian) */
+    std::memcpy(&payload, out + 24, sizeof payload);
+    if (fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) {
+        out[16] ^= 0x01; /* the header's element count: a receiver expects another */
+    } else if (fault_fire(FaultKind::truncate_blob, FaultWhere::any)) {
+        /* the message ends before the payload does: the header claims one byte more than the
+         * slot (cap) holds; a sender that states its length states half the payload */
+        const uint64_t claim = cap - kBlobHeaderBytes + 1;
+        std::memcpy(out + 24, &claim, sizeof claim);
+        if (plen) *plen = kBlobHeaderBytes + payload / 2;
+    } else if (payload && fault_fire(FaultKind::corrupt_payload, FaultWhere::any)) {
+        out[kBlobHeaderBytes + payload / 2] ^= 0x80; /* one bit, mid-payload */
+    }
 }
+
+bool fault_alloc_fail() { return fault_fire(FaultKind::alloc_fail, FaultWhere::any); }
 
 bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
 

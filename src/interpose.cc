@@ -450,7 +450,7 @@ int dispatch(CollArgs a) noexcept {
     } catch (...) {
         log_error("internal error in %s", coll_name(a.kind));
     }
-    return raise_error(a.comm, MPI_ERR_INTERN);
+    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(a.kind)); /* peers may be mid-collective */
 }
 
 CollArgs args_allreduce(const void *s, void *r, MPI_Count n, MPI_Datatype t, MPI_Op op, MPI_Comm comm, bool large) {

@@ -132,9 +132,9 @@ void run_op(NbChannel *ch, NbOp &op, NbRunFn run) {
         }
     } catch (const std::exception &e) {
         log_error("internal error in %s: %s", coll_name(op.entry), e.what());
-        rc = MPI_ERR_INTERN;
+        rc = abort_collective(ch->internal, MPI_ERR_INTERN, coll_name(op.entry)); /* peers mid-collective */
     } catch (...) {
-        rc = MPI_ERR_INTERN;
+        rc = abort_collective(ch->internal, MPI_ERR_INTERN, coll_name(op.entry));
     }
     stats_set_entry(Coll::count_);
     op.rc = rc;
@@ -412,7 +412,7 @@ int nb_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request *reque
     } catch (...) {
         log_error("internal error in %s", coll_name(entry));
     }
-    return raise_error(a.comm, MPI_ERR_INTERN);
+    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
 }
 
 int nb_start_persistent(MPI_Request *req) { return start_one(req); }
@@ -545,7 +545,7 @@ int nb_start(CollArgs a, Coll entry, MPI_Request *request, NbRunFn run) noexcept
     } catch (...) {
         log_error("internal error in %s", coll_name(entry));
     }
-    return raise_error(a.comm, MPI_ERR_INTERN);
+    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
 }
 
 }  // namespace compmpi
