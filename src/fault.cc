@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <string>
 
 #include "codec.h"
@@ -34,13 +33,15 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none",          "encode_fail",     "corrupt_blob", "mpi_error", "fft_differ",
-                                  "stage_mpi",     "fft_adopt",       "truncate_blob", "corrupt_payload",
-                                  "rank_abort",    "rank_kill",       "alloc_fail",   "alloc_throw"};
+constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob",  "mpi_error",       "fft_differ",
+                                  "stage_mpi", "fft_adopt",   "truncate_blob", "corrupt_payload", "rank_abort",
+                                  "rank_kill", "alloc_fail",  "alloc_throw"};
 constexpr int kNKinds = static_cast<int>(sizeof kKinds / sizeof *kKinds);
 static_assert(kNKinds == static_cast<int>(FaultKind::alloc_throw) + 1, "one name per FaultKind");
 /* the kinds that fire at a PMPI call of an algorithm (where= applies) */
-bool at_mpi_call(FaultKind k) { return k == FaultKind::mpi_error || k == FaultKind::rank_abort || k == FaultKind::rank_kill; }
+bool at_mpi_call(FaultKind k) {
+    return k == FaultKind::mpi_error || k == FaultKind::rank_abort || k == FaultKind::rank_kill;
+}
 std::string kind_list() {
     std::string l;
     for (int k = 1; k < kNKinds; ++k) l += (k > 1 ? ", " : "") + std::string(kKinds[k]);
