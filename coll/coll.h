@@ -193,8 +193,11 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
  * settings.node_size emulating nodes where set. h gets the split. */
 bool coll_hierarchy(CollState &st, const Settings &s, MPI_Comm comm, int rank, HierComms *h);
 
-/* Test-only (COMPMPI_FAULT=corrupt_blob): change the blob's header so a receiver must reject it. */
-void coll_corrupt_blob(uint8_t *blob, size_t cap);
+/* Test-only (src/base/fault.h), a blob just encoded into out (cap bytes; plen: its length, where
+ * the caller asked for it): corrupt_blob changes the header's element count, truncate_blob makes
+ * the header claim more payload than the slot holds, corrupt_payload flips one payload bit. The
+ * blob layout is coll's to know, so these live here and not in base/fault.cc. */
+void coll_fault_encoded(uint8_t *out, size_t cap, size_t *plen);
 
 /* Elements [lo, lo+len) of chunk j when n elements are split over p ranks; chunks are
  * multiples of 16 elements (64 bytes) except the last. */

@@ -82,8 +82,9 @@ uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n,
         if (plen) *plen = kBlobHeaderBytes;
         return BLOB_ABANDON;
     }
+    if (host && fault_fire(FaultKind::alloc_throw, FaultWhere::any)) throw std::bad_alloc(); /* as a vector's */
     const uint8_t flag = c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
-    if (host && flag == 0 && fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) coll_corrupt_blob(out, cap);
+    if (host && flag == 0) coll_fault_encoded(out, cap, plen); /* corrupt_blob, truncate_blob, corrupt_payload */
     return flag;
 }
 
@@ -226,9 +227,21 @@ uint64_t rng_stream(int rank, uint64_t call, int phase, int chunk) {
     return x;
 }
 
-void coll_corrupt_blob(uint8_t *blob, size_t cap) {
+void coll_fault_encoded(uint8_t *out, size_t cap, size_t *plen) {
     if (cap < kBlobHeaderBytes) return;
-    blob[16] ^= 0x01; /* the header's element count: a receiver expects another */
+    uint64_t payload = 0; /* the header's payload length (u64 at byte 24, little-endian) */
+    std::memcpy(&payload, out + 24, sizeof payload);
+    if (fault_fire(FaultKind::corrupt_blob, FaultWhere::any)) {
+        out[16] ^= 0x01; /* the header's element count: a receiver expects another */
+    } else if (fault_fire(FaultKind::truncate_blob, FaultWhere::any)) {
+        /* the message ends before the payload does: the header claims one byte more than the
+         * slot (cap) holds; a sender that states its length states half the payload */
+        const uint64_t claim = cap - kBlobHeaderBytes + 1;
+        std::memcpy(out + 24, &claim, sizeof claim);
+        if (plen) *plen = kBlobHeaderBytes + payload / 2;
+    } else if (payload && fault_fire(FaultKind::corrupt_payload, FaultWhere::any)) {
+        out[kBlobHeaderBytes + payload / 2] ^= 0x80; /* one bit, mid-payload */
+    }
 }
 
 CollState::~CollState() {

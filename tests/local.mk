@@ -184,6 +184,11 @@ tests_mpi_t_fault_SOURCES = tests/mpi/t_fault.c tests/mpi/mpitest.h
 tests_mpi_t_fault_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_soak_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_fault_LDFLAGS = $(MPITEST_NOINSTALL)
+# NaN/Inf storms and hint changes between calls (exact fallback or the hints' own bits)
+MPITEST_PROGS += tests/mpi/t_storm
+tests_mpi_t_storm_SOURCES = tests/mpi/t_storm.c tests/mpi/mpitest.h
+tests_mpi_t_storm_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_storm_LDFLAGS = $(MPITEST_NOINSTALL)
 # state caps (src/runtime/state.h)
 check_PROGRAMS += tests/unit/test_state
 TESTS_UNIT += tests/unit/test_state

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "base/fault.h"
+
 namespace compmpi {
 
 void BufferFree::operator()(uint8_t *p) const {
@@ -10,6 +12,7 @@ void BufferFree::operator()(uint8_t *p) const {
 }
 
 uint8_t *Buffer::get(size_t bytes) {
+    if (COMPMPI_FAULT_ON() && fault_alloc_fail()) return nullptr; /* test-only (src/base/fault.h) */
     if (bytes <= cap_ && p_) return p_.get();
     size_t want = bytes + bytes / 8 + 64;
     want = (want + 63) / 64 * 64;

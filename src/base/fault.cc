@@ -2,6 +2,7 @@
 #include "base/fault.h"
 
 #include <mpi.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
@@ -31,8 +32,21 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none",      "encode_fail", "corrupt_blob",  "mpi_error", "fft_differ",
-                                  "stage_mpi", "fft_adopt",   "cost_plain",    "cost_compress", "link_skew"};
+constexpr const char *kKinds[] = {"none",          "encode_fail",   "corrupt_blob",    "mpi_error",  "fft_differ",
+                                  "stage_mpi",     "fft_adopt",     "cost_plain",      "cost_compress", "link_skew",
+                                  "truncate_blob", "corrupt_payload", "rank_abort",    "rank_kill",  "alloc_fail",
+                                  "alloc_throw"};
+constexpr int kNKinds = static_cast<int>(sizeof kKinds / sizeof *kKinds);
+static_assert(kNKinds == static_cast<int>(FaultKind::alloc_throw) + 1, "one name per FaultKind");
+/* the kinds that fire at a PMPI call of an algorithm (where= applies) */
+bool at_mpi_call(FaultKind k) {
+    return k == FaultKind::mpi_error || k == FaultKind::rank_abort || k == FaultKind::rank_kill;
+}
+std::string kind_list() {
+    std::string l;
+    for (int k = 1; k < kNKinds; ++k) l += (k > 1 ? ", " : "") + std::string(kKinds[k]);
+    return l;
+}
 constexpr const char *kWheres[] = {"any", "alltoall", "allgather", "bcast", "allreduce", "reduce",
                                    "ialltoall", "iallgather", "wait"};
 
@@ -47,12 +61,10 @@ bool parse(const char *text, Spec *s, std::string *err) {
         pos = end + 1;
         if (first) {
             first = false;
-            for (int k = 1; k < static_cast<int>(sizeof kKinds / sizeof *kKinds); ++k)
+            for (int k = 1; k < kNKinds; ++k)
                 if (tok == kKinds[k]) s->kind = static_cast<FaultKind>(k);
             if (s->kind == FaultKind::none) {
-                *err = "unknown fault '" + tok +
-                       "' (encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt, cost_plain, "
-                       "cost_compress, link_skew)";
+                *err = "unknown fault '" + tok + "' (" + kind_list() + ")";
                 return false;
             }
             continue;
@@ -75,7 +87,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
             for (int w = 0; w < 9; ++w)
                 if (val == kWheres[w]) s->where = static_cast<FaultWhere>(w), ok = true;
             if (!ok) return *err = "unknown where='" + val + "'", false;
-            if (s->kind != FaultKind::mpi_error) return *err = "where= applies to mpi_error only", false;
+            if (!at_mpi_call(s->kind)) return *err = "where= applies to mpi_error, rank_abort and rank_kill only", false;
         } else {
             return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
         }
@@ -145,17 +157,32 @@ bool fault_fire(FaultKind kind, FaultWhere where) {
         log_warn("COMPMPI_FAULT (test-only): injected link_skew: this rank's link probe measures 1000x its alpha, its explored two-phase calls 1000x their time");
         return true;
     }
-    log_warn("COMPMPI_FAULT (test-only): injected %s%s%s in compressed call %llu (%s) on this rank",
-             kKinds[static_cast<int>(kind)], kind == FaultKind::mpi_error ? " in PMPI " : "",
-             kind == FaultKind::mpi_error ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call),
-             t_coll);
+    const bool mpi = at_mpi_call(kind);
+    const char *text = kind == FaultKind::rank_abort  ? "rank_abort (MPI_Abort) after PMPI "
+                       : kind == FaultKind::rank_kill ? "rank_kill (SIGKILL) after PMPI "
+                       : mpi                          ? "mpi_error in PMPI "
+                                                      : kKinds[static_cast<int>(kind)];
+    log_warn("COMPMPI_FAULT (test-only): injected %s%s in compressed call %llu (%s) on this rank", text,
+             mpi ? kWheres[static_cast<int>(where)] : "", static_cast<unsigned long long>(call), t_coll);
     return true;
 }
 
 int fault_mpi_rc(FaultWhere where, int rc) {
-    if (rc != MPI_SUCCESS || !fault_fire(FaultKind::mpi_error, where)) return rc;
-    return MPI_ERR_OTHER;
+    if (rc != MPI_SUCCESS) return rc;
+    /* the peers are inside the collective: the launcher must end them. The pause lets it
+     * forward this rank's warning line before it tears the job down. */
+    if (fault_fire(FaultKind::rank_abort, where)) {
+        log_flush_pause();
+        PMPI_Abort(MPI_COMM_WORLD, 71);
+    }
+    if (fault_fire(FaultKind::rank_kill, where)) {
+        log_flush_pause();
+        raise(SIGKILL);
+    }
+    return fault_fire(FaultKind::mpi_error, where) ? MPI_ERR_OTHER : rc;
 }
+
+bool fault_alloc_fail() { return fault_fire(FaultKind::alloc_fail, FaultWhere::any); }
 
 bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
 

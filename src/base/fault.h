@@ -21,6 +21,18 @@
  *     fft_adopt     rank R (not 0) does not adopt rank 0's fft_plan wisdom at MPI_Init, as
  *                   if its FFTW could not plan from it (call= not needed): every rank must go
  *                   back to FFTW_ESTIMATE plans (fft_topk::reset_plans)
+ *     truncate_blob one blob rank R encoded reaches its receivers cut short: its header claims one
+ *                   payload byte more than the slot (or message) carries, and where the sender
+ *                   states the length (the sparse allgather) it states half the payload
+ *     corrupt_payload one bit of the payload of a blob rank R encoded (not the header) is flipped
+ *                   after encoding, before sending (the middle byte's top bit): what a decoder's
+ *                   own validation catches, or not (docs/hardening.md, "Fault injection")
+ *     rank_abort    rank R calls PMPI_Abort(MPI_COMM_WORLD, 71) right after one PMPI call of a
+ *                   compressed algorithm (where=W as for mpi_error): the peers are mid-collective
+ *     rank_kill     likewise, but rank R dies by SIGKILL (a crash, the OOM killer): no MPI_Abort
+ *     alloc_fail    one host workspace allocation of rank R (Buffer::get) returns null
+ *     alloc_throw   an allocation inside rank R's compressed algorithm throws std::bad_alloc (at
+ *                   its next encode)
  *     stage_mpi     every rank, every call (no rank= or call=; it never fires): the MPI calls
  *                   that compressed algorithms make on float data (exact fallbacks of
  *                   segments, the hierarchy's node reduce / leader allreduce / node bcast)
@@ -46,8 +58,11 @@
 
 namespace compmpi {
 
-enum class FaultKind : int { none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
-                             cost_plain, cost_compress, link_skew };
+enum class FaultKind : int {
+    none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
+    cost_plain, cost_compress, link_skew,
+    truncate_blob, corrupt_payload, rank_abort, rank_kill, alloc_fail, alloc_throw
+};
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
 /* Non-zero while a fault is armed and has not fired yet; read by the hooks. */
@@ -58,7 +73,10 @@ extern std::atomic<int> g_fault_armed;
 /* Slow paths, called only when COMPMPI_FAULT_ON(). */
 void fault_call_begin(const char *coll);           /* a compressed collective starts */
 bool fault_fire(FaultKind kind, FaultWhere where); /* true once: inject now (prints one warning) */
-int fault_mpi_rc(FaultWhere where, int rc);        /* rc, or MPI_ERR_OTHER when injecting */
+int fault_mpi_rc(FaultWhere where, int rc);        /* rc, or MPI_ERR_OTHER when injecting; or
+                                                    * rank_abort / rank_kill: never returns */
+/* alloc_fail: true once, where a workspace allocation must report failure. */
+bool fault_alloc_fail();
 
 /* COMPMPI_FAULT=stage_mpi is set (read only when COMPMPI_FAULT_ON()). */
 bool fault_stage_mpi();

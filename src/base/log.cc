@@ -1,7 +1,9 @@
 #include "base/log.h"
 #include "base/status.h"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 namespace compmpi {
 
@@ -19,6 +21,11 @@ void vlog(const char *level, const char *fmt, va_list ap) {
 }  // namespace
 
 void log_set_rank(int rank) { g_rank = rank; }
+
+void log_flush_pause() {
+    std::fflush(nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
 
 void log_error(const char *fmt, ...) {
     va_list ap;

@@ -4,7 +4,8 @@
  * that carry MPI_Info hints (hints.h), request_* for the request calls that must know our
  * persistent handles (progress.h), runtime_mpi_* for the life cycle (runtime.h). Those
  * functions catch everything: no exception crosses this file, and the fallback is always
- * the exact PMPI call with the caller's own arguments. */
+ * the exact PMPI call with the caller's own arguments (except inside a collective the peers
+ * are already in: abort_collective, src/runtime/runtime.h). */
 #include <mpi.h>
 
 #include "runtime/args.h"

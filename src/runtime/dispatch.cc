@@ -49,7 +49,7 @@ int dispatch(CollArgs a) noexcept {
     } catch (...) {
         log_error("internal error in %s", coll_name(a.kind));
     }
-    return raise_error(a.comm, MPI_ERR_INTERN);
+    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(a.kind)); /* peers may be mid-collective */
 }
 
 /* The eligible call as MPI_FLOAT over dense buffers (packing derived-type layouts that are

@@ -148,7 +148,7 @@ int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request 
     } catch (...) {
         log_error("internal error in %s", coll_name(entry));
     }
-    return raise_error(a.comm, MPI_ERR_INTERN);
+    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
 }
 
 namespace {

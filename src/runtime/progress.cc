@@ -135,9 +135,9 @@ int run_op(NbChannel *ch, NbOp &op) {
         }
     } catch (const std::exception &e) {
         log_error("internal error in %s: %s", coll_name(op.entry), e.what());
-        rc = MPI_ERR_INTERN;
+        rc = abort_collective(ch->internal, MPI_ERR_INTERN, coll_name(op.entry)); /* peers mid-collective */
     } catch (...) {
-        rc = MPI_ERR_INTERN;
+        rc = abort_collective(ch->internal, MPI_ERR_INTERN, coll_name(op.entry));
     }
     stats_set_entry(Coll::count_);
     return rc;
@@ -406,7 +406,7 @@ int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
     } catch (...) {
         log_error("internal error in %s", coll_name(entry));
     }
-    return raise_error(a.comm, MPI_ERR_INTERN);
+    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
 }
 
 }  // namespace compmpi

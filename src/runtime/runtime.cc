@@ -128,6 +128,15 @@ int raise_error(MPI_Comm comm, int code) {
     return code;
 }
 
+int abort_collective(MPI_Comm comm, int code, const char *what) {
+    raise_error(comm, code);
+    log_error("%s: this rank failed inside the collective and the other ranks cannot learn of it: aborting the job "
+              "rather than hanging", what);
+    log_flush_pause();
+    PMPI_Abort(comm, code);
+    return code;
+}
+
 void runtime_init() {
     ReentryGuard guard;
     int rank = 0;

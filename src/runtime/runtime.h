@@ -21,6 +21,11 @@ int runtime_mpi_finalize();
 
 /* Raise an MPI error on comm through its error handler and return the code. */
 int raise_error(MPI_Comm comm, int code);
+/* An error on this rank inside a collective the other ranks are already in (an internal
+ * error, an exception such as std::bad_alloc): nothing can tell them, so returning it would
+ * leave them waiting. The error handler sees the code; if it returns, the job is aborted
+ * after one line naming `what` (docs/design.md, "Memory caps and failures"). */
+int abort_collective(MPI_Comm comm, int code, const char *what);
 
 /* Per-thread re-entry guard: libcompmpi's own MPI calls never compress again. */
 class ReentryGuard {

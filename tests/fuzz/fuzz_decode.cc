@@ -15,12 +15,23 @@
  * (tests/fuzz/corpus/fuzz_decode/<name>/) and execution count. Inputs committed from such a
  * campaign carry the id in their own codec byte (scripts/fuzz-campaign.sh writes it), so
  * they replay the same without FUZZ_CODEC. Unset or "all": every codec, the byte as read.
- * Expected counts are capped at FUZZ_MAX_COUNT floats (default fuzz::kMaxCount). */
+ * Expected counts are capped at FUZZ_MAX_COUNT floats (default fuzz::kMaxCount).
+ *
+ * fft_topk's streaming sum (fft_topk::SumStream: the allreduce decodes blocks while the rest
+ * of the payloads is still in flight, so it reads bytes as they arrive from the network):
+ * every fft_topk payload that passes the header check is also summed with itself by a
+ * SumStream fed in pieces (control bits 6-7: 1, 13, 256 or 4096 bytes at a time, the second
+ * and fourth one block per advance(); bit 5: the spatial sum instead of the spectral one),
+ * the bytes not yet arrived holding the complement of the real ones.
+ * Properties: it refuses exactly what decode_sum refuses, gives decode_sum's bits when it
+ * accepts (so it never read a byte before it arrived), refuses nothing after begin() said
+ * may_refuse() is false, and progresses (no more advance() calls than pieces and blocks). */
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "codec.h"
+#include "fft_topk/fft_topk.h"
 #include "fuzz_target.h"
 
 using namespace compmpi;
@@ -39,6 +50,51 @@ void print_counts() {
                  static_cast<unsigned long long>(g_decoded[0] + g_decoded[1] + g_decoded[2]),
                  static_cast<unsigned long long>(g_decoded[0]), static_cast<unsigned long long>(g_decoded[1]),
                  static_cast<unsigned long long>(g_decoded[2]));
+}
+/* fft_topk's SumStream over two copies of one payload arriving in pieces (see the top). */
+void check_sum_stream(const uint8_t *pay, size_t plen, uint64_t n, const BlobInfo &info, uint8_t ctl, SimdLevel lvl,
+                      int threads, const float *before) {
+    const bool add = ctl & 1, spectral = !(ctl & 32), one_block = ctl & 64;
+    static constexpr size_t kPieces[4] = {1, 13, 256, 4096};
+    const size_t piece = kPieces[(ctl >> 6) & 3];
+    std::unique_ptr<float[]> want(new float[n]), got(new float[n]);
+    std::memcpy(want.get(), before, n * sizeof(float));
+    std::memcpy(got.get(), before, n * sizeof(float));
+    const uint8_t *two[2] = {pay, pay};
+    const size_t lens[2] = {plen, plen};
+    const Status s_sum = fft_topk::decode_sum(two, lens, 2, n, info.bits, info.param, want.get(), add, lvl, threads,
+                                              info.variant, spectral);
+    /* what has arrived of each copy: exactly plen bytes, the rest the complement of the real bytes */
+    std::unique_ptr<uint8_t[]> buf[2];
+    size_t avail[2];
+    const size_t prefix = std::min(plen, fft_topk::SumStream::prefix_bytes(n, info.param));
+    for (int j = 0; j < 2; ++j) {
+        buf[j].reset(new uint8_t[plen ? plen : 1]);
+        for (size_t i = 0; i < plen; ++i) buf[j][i] = static_cast<uint8_t>(~pay[i]);
+        std::memcpy(buf[j].get(), pay, prefix);
+        avail[j] = prefix;
+    }
+    const uint8_t *in[2] = {buf[0].get(), buf[1].get()};
+    fft_topk::SumStream ss;
+    Status s = ss.begin(in, lens, 2, n, info.bits, info.param, got.get(), add, lvl, threads, info.variant, spectral);
+    const bool may_refuse = s != Status::ok || ss.may_refuse();
+    const size_t limit = plen / piece + n + 4; /* pieces, plus one block per call at worst */
+    size_t calls = 0;
+    while (s == Status::ok && !ss.done()) {
+        FUZZ_REQUIRE(++calls <= limit, "fft_topk SumStream: no progress after %zu advance() calls (%zu bytes in pieces "
+                     "of %zu)", calls - 1, plen, piece);
+        for (int j = 0; j < 2; ++j) {
+            const size_t to = std::min(plen, avail[j] + piece);
+            std::memcpy(buf[j].get() + avail[j], pay + avail[j], to - avail[j]);
+            avail[j] = to;
+        }
+        s = ss.advance(avail, one_block ? 1 : SIZE_MAX);
+    }
+    FUZZ_REQUIRE((s == Status::ok) == (s_sum == Status::ok), "fft_topk: SumStream %s, decode_sum %s", status_str(s),
+                 status_str(s_sum));
+    FUZZ_REQUIRE(may_refuse || s == Status::ok, "fft_topk: SumStream refused after may_refuse() said it would not");
+    FUZZ_REQUIRE(s != Status::ok || std::memcmp(want.get(), got.get(), n * sizeof(float)) == 0,
+                 "fft_topk: SumStream in pieces of %zu bytes differs from decode_sum", piece);
 }
 }  // namespace
 
@@ -117,6 +173,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                          "codec %d: decode_sum differs from decode + decode_add", static_cast<int>(info.codec));
         }
     }
+    if (info.codec == CodecId::fft_topk && n)
+        check_sum_stream(blob.get() + kBlobHeaderBytes, static_cast<size_t>(info.payload), n, info, ctl, lvl, threads,
+                         before.get());
     if (lvl != SimdLevel::scalar) {
         const Status s2 = blob_decode(blob.get(), avail, n, ref.get(), acc, SimdLevel::scalar, 1);
         FUZZ_REQUIRE(s2 == s, "codec %d: %s says %s, scalar %s", static_cast<int>(info.codec), simd_name(lvl),

@@ -28,6 +28,7 @@ inline uint64_t rd64(const uint8_t *p) { return rd32(p) | static_cast<uint64_t>(
  *   control bit 1-2: SIMD level asked for (0 scalar, 1 avx2, 2 avx512, 3 detected), clamped
  *   control bit 3: expected count from the count field (else from the blob header)
  *   control bit 4: two OpenMP threads
+ *   control bit 5-7: fft_topk's SumStream: bit 5 spatial sum, bits 6-7 piece size (fuzz_decode.cc)
  * Expected counts are capped at kMaxCount floats unless FUZZ_MAX_COUNT says otherwise (the
  * output buffers are that large; a cap of 2^20 gave 8 executions per second, 2^16 about 144,
  * both under load). The decoders' multi-threaded paths start at 2^16-2^17 elements and are

@@ -4,10 +4,12 @@
 #define MPITEST_H
 #include <math.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int mt_errors = 0;
 
@@ -80,6 +82,23 @@ static inline int mt_bcast_ok(const void *buf, const void *orig, size_t bytes, i
         if (r != root && first < size && all[2 * r] != all[2 * first]) ok = 0;
     free(all);
     return ok;
+}
+
+/* A watchdog for programs that must end, never hang (t_fault, t_storm): after `seconds`
+ * every rank still running writes "<prog>: watchdog: ... hangs" and exits 99;
+ * tests/mpi/run_tests.sh fails any line with such a line, expect_fail lines included. */
+static char mt_watchdog_line[128];
+static inline void mt_watchdog_fire(int sig) {
+    (void)sig;
+    ssize_t w = write(2, mt_watchdog_line, strlen(mt_watchdog_line));
+    (void)w;
+    _exit(99);
+}
+static inline void mt_watchdog(const char *prog, unsigned seconds) {
+    snprintf(mt_watchdog_line, sizeof mt_watchdog_line, "%s: watchdog: no result after %u s: the job hangs\n", prog,
+             seconds);
+    signal(SIGALRM, mt_watchdog_fire);
+    alarm(seconds);
 }
 
 static inline int mt_finish(void) {

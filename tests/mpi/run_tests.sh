@@ -97,7 +97,14 @@ while read -r line; do
     rc=$?
     dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
     ok=1 why=""
-    if [ $expect_fail = 1 ]; then
+    # a hang fails every line, those that expect the job to fail included: the harness's
+    # timeout (124; 137 after -k, which is also Open MPI's status for a rank killed by
+    # SIGKILL: told apart by the time) or a program's own watchdog line (t_fault, t_storm)
+    if [ $rc = 124 ] || { [ $rc = 137 ] && awk -v d="$dt" -v t="$timeout_s" 'BEGIN{exit !(d >= t)}'; }; then
+        ok=0 why="timed out after ${timeout_s}s (a hang)"
+    elif grep -q "watchdog: .*hang" "$log.err" "$log.out"; then
+        ok=0 why="a watchdog saw a hang (exit $rc)"
+    elif [ $expect_fail = 1 ]; then
         [ $rc = 0 ] && ok=0 why="expected failure, exit 0"
     else
         [ $rc != 0 ] && ok=0 why="exit $rc"
