@@ -47,6 +47,7 @@ template <class F> int with_host_copies(const CollArgs &a, const CommState &st, 
 [[noreturn]] void device_abort(const CollArgs &a, const char *why) {
     log_error("%s on a GPU buffer: %s. Aborting rather than leaving the other ranks waiting: install "
               "libcompmpi_cuda.so beside libcompmpi.so, or set COMPMPI_CODEC=none.", coll_name(a.kind), why);
+    log_flush_pause();
     PMPI_Abort(a.comm, 1);
     std::abort();
 }

@@ -62,6 +62,7 @@ int dispatch_float_view(const CollArgs &a, CommState &st) {
     if (rc == MPI_SUCCESS) rc = device_run_placed(v.args, st);
     else { /* the peers are already inside the collective: do not leave them waiting */
         log_error("%s: packing the datatype failed (MPI error %d); aborting", coll_name(a.kind), rc);
+        log_flush_pause();
         PMPI_Abort(a.comm, 1);
     }
     int rc2 = float_view_end(a, v);

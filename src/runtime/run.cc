@@ -98,6 +98,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             /* every rank is here for the same call: do not leave the others in the algorithm */
             log_error("%s of %zu floats: no memory for the cost model's measurement; aborting rather than "
                       "hanging (set COMPMPI_COST_MODEL=off or lower the buffer size)", coll_name(a.kind), n);
+            log_flush_pause();
             PMPI_Abort(a.comm, 1);
             return MPI_ERR_NO_MEM;
         }
@@ -235,6 +236,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             raise_error(a.comm, c.mpi_err);
             log_error("%s of %zu floats: MPI error %d inside the compressed algorithm; the other ranks cannot "
                       "learn of it, aborting the job rather than hanging", coll_name(a.kind), n, c.mpi_err);
+            log_flush_pause();
             PMPI_Abort(a.comm, c.mpi_err);
             return c.mpi_err;
         default:
@@ -242,6 +244,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
              * inside the compressed algorithm, so continuing alone would hang the job. */
             log_error("%s of %zu floats: %s before the exchange; aborting rather than hanging the job "
                       "(lower the buffer size or set COMPMPI_CODEC=none)", coll_name(a.kind), n, status_str(s));
+            log_flush_pause();
             PMPI_Abort(a.comm, 1);
             return MPI_ERR_INTERN;
     }
