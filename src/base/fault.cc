@@ -32,10 +32,10 @@ thread_local const char *t_coll __attribute__((tls_model("initial-exec"))) = "";
 int g_world_rank = -2;            /* -2: not known yet */
 bool g_fired = false;
 
-constexpr const char *kKinds[] = {"none",          "encode_fail",   "corrupt_blob",    "mpi_error",  "fft_differ",
-                                  "stage_mpi",     "fft_adopt",     "cost_plain",      "cost_compress", "link_skew",
-                                  "truncate_blob", "corrupt_payload", "rank_abort",    "rank_kill",  "alloc_fail",
-                                  "alloc_throw"};
+constexpr const char *kKinds[] = {"none",          "encode_fail", "corrupt_blob",  "mpi_error",
+                                  "fft_differ",    "stage_mpi",   "fft_adopt",     "cost_plain",
+                                  "cost_compress", "link_skew",   "truncate_blob", "corrupt_payload",
+                                  "rank_abort",    "rank_kill",   "alloc_fail",    "alloc_throw"};
 constexpr int kNKinds = static_cast<int>(sizeof kKinds / sizeof *kKinds);
 static_assert(kNKinds == static_cast<int>(FaultKind::alloc_throw) + 1, "one name per FaultKind");
 /* the kinds that fire at a PMPI call of an algorithm (where= applies) */
