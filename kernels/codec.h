@@ -12,9 +12,11 @@
  *                       rank falls back to the exact path for this call
  *   7   1    bits       codec bit width (0 if none)
  *   8   1    variant    codec variant (bitpack rounding, q8 type, ...)
- *   9   3    reserved   zero
+ *   9   1    elem       element type of the data: 0 fp32, 1 fp64 (Elem); a decoder for one type
+ *                       refuses a blob of the other
+ *   10  2    reserved   zero
  *   12  4    param      codec parameter (e.g. float bits of theta), 0 if none
- *   16  8    count      number of fp32 elements encoded
+ *   16  8    count      number of elements encoded
  *   24  8    payload    payload bytes that follow the header
  *
  * A decoder checks every field before it reads a payload byte: bad magic/version/codec,
@@ -43,12 +45,19 @@ inline constexpr uint8_t BLOB_FLAGS = BLOB_NONFINITE | BLOB_ABANDON;
  * claiming 2^62 elements had a 32-bit payload bound of 2^64 = 0 bytes and passed. */
 inline constexpr uint64_t kBlobMaxCount = uint64_t{1} << 56;
 
+/* The element type of a call's data, and of a blob (header byte 9). fp32 is 0: every fp32 blob
+ * is the same bytes it always was. */
+enum class Elem : uint8_t { f32 = 0, f64 = 1 };
+inline constexpr size_t elem_bytes(Elem e) { return e == Elem::f64 ? 8 : 4; }
+inline const char *elem_name(Elem e) { return e == Elem::f64 ? "fp64" : "fp32"; }
+
 /* Everything a codec needs besides the data. bits/variant/param travel in the header;
  * the rest is encode-side context only. */
 struct CodecParams {
     uint8_t bits = 0;
     uint8_t variant = 0;
     uint32_t param = 0;
+    Elem elem = Elem::f32; /* travels in the header too: check() and max_payload() answer for it */
     /* encode-side context, never on the wire */
     double shared_scale = 0; /* agreed across ranks (MAX) for codecs with CODEC_SHARED_SCALE */
     uint64_t seed = 0;       /* stochastic codecs: counter-based RNG key (seed, rank, call) */
@@ -126,28 +135,51 @@ struct CodecOps {
      * segments passes it in p.fixed_scale: each segment then encodes exactly as the whole
      * would (the same bytes for its elements). nullptr: encode has no such scale. */
     Status (*whole_scale)(const float *in, size_t n, const CodecParams &p, float *scale);
+
+    /* ---- fp64 (p.elem == Elem::f64): the same contracts on doubles, in the codec's own fp64
+     * payload format. nullptr encode64: the codec has no fp64 form, and a call on doubles with
+     * it goes to MPI unchanged (eligibility reason `codec_no_fp64`). A codec with encode64 has
+     * decode64 and decode_add64; the others are optional as their fp32 counterparts. bits64_*:
+     * the widths it accepts on doubles (0 = none), as bits_* for floats. */
+    uint8_t bits64_default, bits64_min, bits64_max, bits64_step;
+    Status (*prepare64)(const double *in, size_t n, const CodecParams &p, double *stat);
+    Status (*encode64)(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len);
+    Status (*decode64)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out);
+    Status (*decode_add64)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc);
+    Status (*decode_sum64)(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                           double *out);
+    Status (*whole_scale64)(const double *in, size_t n, const CodecParams &p, float *scale);
 };
+
+/* Whether codec c can encode elements of type e. */
+inline bool codec_has_elem(const CodecOps &c, Elem e) { return e == Elem::f32 || c.encode64 != nullptr; }
 
 /* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */
 const CodecOps *codec_by_id(int id);
 const CodecOps *codec_by_name(const char *name);
 /* "none|bitpack|..." for messages and docs. */
 const char *codec_names();
-/* Whether bits is acceptable for this codec (0 means the default). */
-bool codec_bits_ok(const CodecOps &c, int bits);
+/* Whether bits is acceptable for this codec on elements of type e (0 means the default). */
+bool codec_bits_ok(const CodecOps &c, int bits, Elem e = Elem::f32);
+/* The width bits means for elements of type e: the codec's default for 0. */
+int codec_bits_for(const CodecOps &c, int bits, Elem e);
 
 struct BlobInfo {
     CodecId codec;
     uint8_t flags, bits, variant;
     uint32_t param;
     uint64_t count, payload;
+    Elem elem = Elem::f32;
 };
 
 /* Header + worst-case payload. */
 size_t blob_max_bytes(const CodecOps &c, size_t n, const CodecParams &p);
-/* Encode n floats into a blob; *len = header + payload. If the data holds NaN/Inf, writes a
- * header flagged BLOB_NONFINITE with an empty payload and returns Status::nonfinite. */
+/* Encode n floats (doubles: p.elem must be Elem::f64) into a blob; *len = header + payload.
+ * If the data holds NaN/Inf, writes a header flagged BLOB_NONFINITE with an empty payload and
+ * returns Status::nonfinite. */
 Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out,
+                   size_t cap, size_t *len);
+Status blob_encode(const CodecOps &c, const CodecParams &p, const double *in, size_t n, uint8_t *out,
                    size_t cap, size_t *len);
 /* Parse and validate a header against the bytes available and the expected count. */
 Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInfo *info);
@@ -155,11 +187,15 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
  * Status::nonfinite, an ABANDON blob Status::corrupt; neither writes out. */
 Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, float *out, bool accumulate,
                    SimdLevel simd, int threads);
+/* The same for a blob of doubles; a blob of the other element type is Status::corrupt (both). */
+Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, double *out, bool accumulate,
+                   SimdLevel simd, int threads);
 /* Write a header alone (used for flagged blobs). */
 void blob_write_header(uint8_t *out, const BlobInfo &info);
 
 /* Helpers shared by codecs */
-/* true if any of n floats is NaN or Inf */
+/* true if any of n floats (doubles) is NaN or Inf */
 bool any_nonfinite(const float *x, size_t n);
+bool any_nonfinite(const double *x, size_t n);
 
 }  // namespace compmpi
