@@ -153,6 +153,18 @@ struct CodecOps {
 
 /* Whether codec c can encode elements of type e. */
 inline bool codec_has_elem(const CodecOps &c, Elem e) { return e == Elem::f32 || c.encode64 != nullptr; }
+/* The codec's decode_sum (decode_sum64) for the element type, where it has one. */
+inline bool codec_has_decode_sum(const CodecOps &c, Elem e) {
+    return e == Elem::f64 ? c.decode_sum64 != nullptr : c.decode_sum != nullptr;
+}
+inline Status codec_decode_sum(const CodecOps &c, const uint8_t *const *in, const size_t *len, int cnt, size_t n,
+                               const CodecParams &p, float *out) {
+    return c.decode_sum(in, len, cnt, n, p, out);
+}
+inline Status codec_decode_sum(const CodecOps &c, const uint8_t *const *in, const size_t *len, int cnt, size_t n,
+                               const CodecParams &p, double *out) {
+    return c.decode_sum64(in, len, cnt, n, p, out);
+}
 
 /* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */
 const CodecOps *codec_by_id(int id);

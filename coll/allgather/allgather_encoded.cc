@@ -15,19 +15,20 @@
 
 namespace compmpi {
 
-Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n) {
+template <class T>
+Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size;
     const size_t S = coll_blob_stride(*c.codec, n, c.params);
     uint8_t *slots = c.ws->recv.get(S * P);
     if (!slots) return Status::no_memory;
     /* allgather_own=exact: what the caller gets back in its own block */
     const bool exact = c.settings->allgather_own == enum_value(SettingId::allgather_own, "exact") && n;
-    float *own = out + n * static_cast<size_t>(c.rank);
-    const float *keep = in;
+    T *own = out + n * static_cast<size_t>(c.rank);
+    const T *keep = in;
     if (exact && in == own) { /* MPI_IN_PLACE: keep the input before its decoded copy lands there */
-        float *k = c.be->scratch(c.be_ctx, 3, n);
+        T *k = be_scratch<T>(c, 3, n);
         if (!k) return Status::no_memory;
-        c.be->copy(c.be_ctx, k, in, n);
+        be_copy(c, k, in, n);
         keep = k;
     }
     CMPI_CHECK(coll_shared_scale(c, in, n));
@@ -39,7 +40,7 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
     }
     CMPI_CHECK(mpi_allgather_inplace_bytes(c, slots, S));
     c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
-    c.stats->bytes_uncompressed_wire += n * sizeof(float) * static_cast<size_t>(P - 1);
+    c.stats->bytes_uncompressed_wire += n * sizeof(T) * static_cast<size_t>(P - 1);
     uint8_t flags = 0;
     for (int j = 0; j < P; ++j) {
         BlobInfo info;
@@ -49,8 +50,11 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
     if (exact) c.restore_dst = own, c.restore_src = keep, c.restore_n = n;
     ScopedTimer t(c.stats->ns_decode);
     for (int j = 0; j < P; ++j)
-        CMPI_CHECK(c.be->decode(c.be_ctx, slots + S * j, S, n, out + n * j, false, c.params));
+        CMPI_CHECK(be_decode(c, slots + S * j, S, n, out + n * j, false, c.params));
     return Status::ok;
 }
+
+template Status coll_allgather_encoded(CollCtx &, const float *, float *, size_t);
+template Status coll_allgather_encoded(CollCtx &, const double *, double *, size_t);
 
 }  // namespace compmpi

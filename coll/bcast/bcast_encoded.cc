@@ -19,7 +19,8 @@
 
 namespace compmpi {
 
-Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm) {
+template <class T>
+Status coll_bcast_encoded(CollCtx &c, T *buf, size_t n, int root, double *root_norm) {
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
     const size_t F = S + (root_norm ? sizeof(double) : 0);
     uint8_t *blob = c.ws->send.get(F);
@@ -29,18 +30,18 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *ro
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, 0);
         double stat = 0; /* one encoder: its own scale is the shared one */
-        if ((c.codec->flags & CODEC_SHARED_SCALE) && c.be->prepare(c.be_ctx, *c.codec, p, buf, n, &stat) == Status::ok)
+        if ((c.codec->flags & CODEC_SHARED_SCALE) && be_prepare(c, p, buf, n, &stat) == Status::ok)
             p.shared_scale = stat;
         coll_encode(c, p, buf, n, blob, S);
         if (root_norm) {
-            const double norm = c.be->l2norm(c.be_ctx, buf, n);
+            const double norm = be_l2norm(c, buf, n);
             std::memcpy(blob + S, &norm, sizeof norm);
         }
     }
     CMPI_CHECK(mpi_bcast_bytes(c, blob, F, root));
     if (c.rank == root) { /* what the root's data costs the tree: P-1 copies */
         c.stats->bytes_wire += F * static_cast<size_t>(c.size - 1);
-        c.stats->bytes_uncompressed_wire += n * sizeof(float) * static_cast<size_t>(c.size - 1);
+        c.stats->bytes_uncompressed_wire += n * sizeof(T) * static_cast<size_t>(c.size - 1);
     }
     BlobInfo info;
     CMPI_CHECK(blob_peek(blob, S, n, &info));
@@ -52,7 +53,10 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *ro
     }
     if (c.rank == root) return Status::ok; /* the root's data is input: never written */
     ScopedTimer t(c.stats->ns_decode);
-    return c.be->decode(c.be_ctx, blob, S, n, buf, false, c.params);
+    return be_decode(c, blob, S, n, buf, false, c.params);
 }
+
+template Status coll_bcast_encoded(CollCtx &, float *, size_t, int, double *);
+template Status coll_bcast_encoded(CollCtx &, double *, size_t, int, double *);
 
 }  // namespace compmpi
