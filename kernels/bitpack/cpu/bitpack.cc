@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/blocks.h"
+
 namespace compmpi::bitpack {
 namespace {
 
@@ -377,9 +379,6 @@ AVX512 void decode_avx512(const uint8_t *in, size_t n, int k, double *out, bool 
 }
 
 /* ---------------------------------------------------------------- dispatch + OpenMP */
-constexpr size_t kBlock = 1 << 15;        /* elements per OpenMP work item (multiple of 64) */
-constexpr size_t kParallelMin = 1 << 17;  /* below this one thread is faster */
-
 template <class T> bool encode_block(const T *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl) {
     switch (lvl) {
         case SimdLevel::avx512: return encode_avx512(in, n, k, nearest, out);
@@ -399,24 +398,18 @@ template <class T>
 Status encode_t(const T *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl, int threads) {
     if (k < 1 || k > static_cast<int>(sizeof(T))) return Status::invalid_arg;
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-    int bad = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        bad |= encode_block(in + lo, len, k, nearest, out + lo * k, lvl);
-    }
+    const bool bad = blocks::any_of(n, threads, [&](size_t lo, size_t len) {
+        return encode_block(in + lo, len, k, nearest, out + lo * k, lvl);
+    });
     return bad ? Status::nonfinite : Status::ok;
 }
 
 template <class T> void decode_t(const uint8_t *in, size_t n, int k, T *out, bool add, SimdLevel lvl, int threads) {
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::any_of(n, threads, [&](size_t lo, size_t len) {
         decode_block(in + lo * k, len, k, out + lo, add, lvl);
-    }
+        return false;
+    });
 }
 
 }  // namespace
