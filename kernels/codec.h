@@ -93,6 +93,8 @@ enum CodecFlags : uint32_t {
     CODEC_ADAPTIVE_BITS = 1u << 4, /* the awp policy may change bits */
     CODEC_SPATIAL_SPARSE = 1u << 5, /* decoded data is sparse in its own domain (topk, sparse):
                                        the allreduce may sum exact sparse partial sums */
+    CODEC_FP64_ONLY = 1u << 6,      /* has no fp32 form (fp32: narrowing doubles): its check()
+                                       refuses Elem::f32, encode of floats is unsupported */
 };
 
 struct CodecOps {
@@ -152,7 +154,9 @@ struct CodecOps {
 };
 
 /* Whether codec c can encode elements of type e. */
-inline bool codec_has_elem(const CodecOps &c, Elem e) { return e == Elem::f32 || c.encode64 != nullptr; }
+inline bool codec_has_elem(const CodecOps &c, Elem e) {
+    return e == Elem::f32 ? !(c.flags & CODEC_FP64_ONLY) : c.encode64 != nullptr;
+}
 /* The codec's decode_sum (decode_sum64) for the element type, where it has one. */
 inline bool codec_has_decode_sum(const CodecOps &c, Elem e) {
     return e == Elem::f64 ? c.decode_sum64 != nullptr : c.decode_sum != nullptr;
