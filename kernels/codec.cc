@@ -1,4 +1,5 @@
 #include "codec.h"
+#include "error_model.h"
 
 #include <cstring>
 #include <string>
@@ -109,7 +110,12 @@ Status blob_encode_t(const CodecOps &c, const CodecParams &p, const T *in, size_
     if (cap < kBlobHeaderBytes) return Status::invalid_arg;
     BlobInfo info{c.id, 0, p.bits, p.variant, p.param, n, 0, p.elem};
     size_t plen = 0;
-    Status s = encode_elems(c, p, in, n, out + kBlobHeaderBytes, cap - kBlobHeaderBytes, &plen);
+    /* error-bounded mode, relative bound (src/runtime/bound.h): a value outside the codec's
+     * relative model (a subnormal, or near the overflow) sends these values the exact way,
+     * like NaN/Inf */
+    Status s = p.range_hi > 0 && outside_range_any(in, n, p.range_lo, p.range_hi)
+                   ? Status::nonfinite
+                   : encode_elems(c, p, in, n, out + kBlobHeaderBytes, cap - kBlobHeaderBytes, &plen);
     if (s == Status::nonfinite) {
         info.flags = BLOB_NONFINITE;
         blob_write_header(out, info);

@@ -81,6 +81,10 @@ struct CodecParams {
      * may write a segment) is at least stream_store_min_bytes() in host memory, so decoders
      * may write it with non-temporal stores (terngrad's paired decode does); same values */
     bool stream_out = false;
+    /* error-bounded mode, relative bound (src/runtime/bound.h): the collective encodes a value
+     * only if every nonzero |y| lies in [range_lo, range_hi], else the exact path takes it
+     * (coll_encode); range_hi = 0: no check */
+    double range_lo = 0, range_hi = 0;
     SimdLevel simd = SimdLevel::scalar;
     int threads = 1;
 };

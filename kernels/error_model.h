@@ -32,10 +32,10 @@ double codec_abs_error(const CodecOps &c, const CodecParams &p, double B);
  * every B in range (used to sum errors over partial sums of many magnitudes); false if none. */
 bool codec_abs_error_linear(const CodecOps &c, const CodecParams &p, double *slope, double *floor, double *max_value);
 
-/* Whether any value of in[0..n) is nonzero with |x| < floor (the relative model's strict
- * range: an encode that meets one takes the exact path). */
-bool below_normal_any(const float *in, size_t n, double floor);
-bool below_normal_any(const double *in, size_t n, double floor);
+/* Whether any value of in[0..n) is nonzero with |x| outside [lo, hi] (the relative model's
+ * strict range: an encode that meets one takes the exact path). NaN is not counted. */
+bool outside_range_any(const float *in, size_t n, double lo, double hi);
+bool outside_range_any(const double *in, size_t n, double lo, double hi);
 /* max |x| over in[0..n); +inf if any value is NaN/Inf. */
 double max_abs_of(const float *in, size_t n);
 double max_abs_of(const double *in, size_t n);

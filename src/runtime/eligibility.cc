@@ -118,6 +118,13 @@ bool bits_fp64(const CollArgs &a, const CommState &st) {
                  static_cast<long long>(st.settings.bits));
     return false;
 }
+/* error_bound: host data only (device buffers would need the bound's scans on the device; no
+ * GPU was available to test one): device calls pass through, reason error_bound_device */
+bool bound_host(const CollArgs &a, const CommState &st) {
+    if (!error_bound_on(st.settings.error_bound)) return true;
+    return !(cuda_is_device_ptr(a.recvbuf) ||
+             (a.sendbuf && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf)));
+}
 bool valid_root(const CollArgs &a, const CommState &st) { return a.kind != Coll::bcast || (a.root >= 0 && a.root < st.size); }
 
 struct PreEntry { const char *name; PreRule ok; };
@@ -142,6 +149,7 @@ const StateEntry kState[] = {
     {"fft_ranks_differ", fft_alike},
     {"below_min_bytes", big_enough},
     {"invalid_root", valid_root},
+    {"error_bound_device", bound_host},
 };
 constexpr int kNumPre = sizeof kPre / sizeof kPre[0];
 constexpr int kNumState = sizeof kState / sizeof kState[0];

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mpi_family.h"
 #include "base/stats.h"
+#include "runtime/bound.h"
 #include "runtime/costmodel.h"
 #include "runtime/device.h"
 #include "runtime/ef.h"
@@ -149,6 +150,24 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
     const bool in_place = a.sendbuf == MPI_IN_PLACE;
     const size_t result_n = coll_result_elements(a, st.rank, st.size);
     auto exact = [&]() { return device_run_exact(a, st, m); };
+    if (error_bound_on(st.settings.error_bound)) { /* src/runtime/bound.h */
+        const T *mine = in_place ? user : static_cast<const T *>(a.sendbuf);
+        size_t n_in = n;
+        if (a.kind == Coll::allgather && in_place) mine = user + n * static_cast<size_t>(st.rank);
+        if (a.kind == Coll::bcast) mine = user, n_in = st.rank == a.root ? n : 0;
+        if (coll_is_reduce_scatter(a.kind)) {
+            n_in = 0;
+            for (int j = 0; j < st.size; ++j) n_in += static_cast<size_t>(coll_block_count(a, j));
+        }
+        bool pass = false;
+        const int rc = bound_apply(a, st, plan, mine, n_in, &pass);
+        if (rc != MPI_SUCCESS) return raise_error(a.comm, rc);
+        if (pass) {
+            ++st.coll.calls;
+            cs.passthrough++;
+            return shadow ? MPI_SUCCESS : exact();
+        }
+    }
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
     plan.params.stream_out = !m && result_n * sizeof(T) >= stream_store_min_bytes();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "codec.h"
+#include "error_model.h"
 #include "qsgd/qsgd.h"
 
 namespace compmpi {
@@ -27,6 +28,30 @@ Status settings_validate(const Settings &s, std::string *err) {
                 *err += ": this codec has no bit width, leave bits at 0";
         }
         return Status::invalid_arg;
+    }
+    if (error_bound_on(s.error_bound)) {
+        /* docs/error_bound.md: only codecs with a proven round-trip error (kernels/error_model.h) */
+        CodecParams p;
+        ErrorModel m;
+        double sl, fl, mv;
+        if (c->id != CodecId::none && !codec_error_model(*c, p, &m) && !codec_abs_error_linear(*c, p, &sl, &fl, &mv) &&
+            !(c->flags & CODEC_FP64_ONLY)) {
+            if (err)
+                *err = std::string("setting 'error_bound' needs a codec whose error is bounded for every value "
+                                   "(bitpack, fp32, zfp or none); codec '") +
+                       c->name + "' is stochastic or scales by the data and can exceed any bound";
+            return Status::invalid_arg;
+        }
+        if (s.error_feedback) {
+            if (err)
+                *err = "settings 'error_bound' and 'error_feedback' exclude each other: feedback adds the previous "
+                       "call's error to this call's data, so no result would stay within the bound";
+            return Status::invalid_arg;
+        }
+        if (error_bound_relative(s.error_bound) && !(error_bound_value(s.error_bound) < 1)) {
+            if (err) *err = "setting 'error_bound' rel:X needs 0 < X < 1";
+            return Status::invalid_arg;
+        }
     }
     if (s.awp_start_bits % 8 || s.awp_step % 8) {
         if (err) *err = "settings 'awp_start_bits' and 'awp_step' must be multiples of 8 (bitpack keeps whole bytes)";
@@ -85,6 +110,8 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     if (id == SettingId::error_feedback && !(s.collectives & (allreduces | reduce_scatters)))
         return no("it applies to allreduce and reduce-scatter only (any form), neither is in collectives");
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
+    if (error_bound_on(s.error_bound) && (id == SettingId::policy || name.rfind("awp_", 0) == 0))
+        return no("error_bound sets the width of every call from the bound");
     if (id == SettingId::policy && s.policy == policy_kind::awp && !adaptive)
         return no("codec " + cname + " has no adjustable width: it runs as static");
     if (name.rfind("awp_", 0) == 0) {

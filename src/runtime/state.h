@@ -81,6 +81,7 @@ struct CommState {
     uint64_t settings_epoch = 0; /* settings resolved so far (collective calls: alike on every rank) */
     int fft = 0;             /* fft_topk's transforms, probed on every rank (state_agree_fft):
                               * 1 the same bits, -1 different, 0 not probed (not eligible) */
+    uint32_t bound_warned = 0; /* error_bound: collectives already warned of (bit per Coll) */
     ScheduleState sched; /* θ schedule: calls per collective shape (src/runtime/schedule.h) */
     std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
     /* error-feedback residuals (src/runtime/ef.h) */
