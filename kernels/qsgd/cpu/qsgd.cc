@@ -236,6 +236,7 @@ size_t qs_max_payload(size_t n, const CodecParams &p) {
 
 Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(qs_check(p));
+    if (p.elem != Elem::f32) return Status::invalid_arg;
     if (p.bucket && p.bucket != p.param) return Status::invalid_arg; /* bucket travels in param */
     const size_t need = qs_max_payload(n, p);
     if (cap < need) return Status::invalid_arg;
@@ -290,7 +291,7 @@ Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
 
 /* Every check of a payload before any output is written: its steps (norm / s) into *step. */
 Status qs_steps(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *step) {
-    if (len != qs_max_payload(n, p)) return Status::corrupt;
+    if (p.elem != Elem::f32 || len != qs_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
     step->resize(nb);
     if (nb) std::memcpy(step->data(), in, 4 * nb);
@@ -347,6 +348,154 @@ Status qs_reduced_params(const CodecParams &p, CodecParams *out) {
     return Status::ok;
 }
 
+/* ---------------------------------------------------------------- fp64
+ * Doubles (docs/codecs/qsgd.md, "fp64"): f64 norms (8 bytes per bucket), then the same b-bit
+ * fields. Per bucket, in double: N = max(||v||, max |v|), the norm from sums of (v 2^-e)^2
+ * (e the exponent of max |v|: exact scaling, no overflow or underflow) so |v_i| <= N holds;
+ * per element r = s |v| / N (one division), l = floor(r), xi = min(s, l + [u24 < ceil((r - l)
+ * 2^24)]) with the fp32 codec's Philox draws: E[xi] = r (+ < 2^-24), unbiased as for floats.
+ * Decode: k (N / s) in double. Scalar kernels, OpenMP over the fixed blocks of fields.h. */
+inline uint64_t dbits(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+}
+
+/* Every field k (|k| <= 2^(b-1)) times N / s stays finite. */
+inline bool norm_fits64(double N, int b) {
+    return std::ldexp(N / static_cast<double>((1 << (b - 1)) - 1), b - 1) <= DBL_MAX;
+}
+
+/* N of v[0..cnt): max(||v||, max|v|); false on NaN/Inf */
+bool norm64(const double *v, size_t cnt, double *N) {
+    uint64_t m = 0;
+    for (size_t i = 0; i < cnt; ++i) m = std::max<uint64_t>(m, dbits(v[i]) & 0x7FFFFFFFFFFFFFFFull);
+    if (m >= 0x7FF0000000000000ull) return false;
+    double mx;
+    std::memcpy(&mx, &m, 8);
+    if (!(mx > 0)) {
+        *N = 0;
+        return true;
+    }
+    const int e = std::ilogb(mx);
+    double sq = 0;
+    for (size_t i = 0; i < cnt; ++i) {
+        const double y = std::ldexp(v[i], -e);
+        sq += y * y;
+    }
+    *N = std::max(std::ldexp(std::sqrt(sq), e), mx);
+    return true;
+}
+
+inline int32_t q_one64(double v, double N, double sL, const philox::Stream &st, uint64_t i, uint32_t a) {
+    const double r = sL * std::fabs(v) / N, l = std::floor(r), t = (r - l) * 0x1p24;
+    const uint32_t C = static_cast<uint32_t>(std::ceil(t < 0x1p24 ? t : 0x1p24));
+    const double up = l + (philox::below(st, i, a, C) ? 1.0 : 0.0);
+    const int32_t k = static_cast<int32_t>(up < sL ? up : sL);
+    return std::signbit(v) ? -k : k;
+}
+
+size_t qs_max_payload64(size_t n, const CodecParams &p) {
+    return 8 * bstats::bucket_count(n, p.param) + fields::bytes(n, p.bits);
+}
+size_t qs_max_payload_any(size_t n, const CodecParams &p) {
+    return p.elem == Elem::f64 ? qs_max_payload64(n, p) : qs_max_payload(n, p);
+}
+
+Status qs_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(qs_check(p));
+    if (p.elem != Elem::f64) return Status::invalid_arg;
+    if (p.bucket && p.bucket != p.param) return Status::invalid_arg;
+    const size_t need = qs_max_payload64(n, p);
+    if (cap < need) return Status::invalid_arg;
+    const int b = p.bits;
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    std::vector<double> norm(nb);
+    int bad = 0;
+#pragma omp parallel for num_threads(p.threads) schedule(static) reduction(| : bad) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t j = 0; j < nb; ++j) {
+        const size_t lo = j * B, cnt = std::min(B, n - lo);
+        bad |= !norm64(in + lo, cnt, &norm[j]) || !norm_fits64(norm[j], b);
+    }
+    if (bad) return Status::nonfinite;
+    const double sL = static_cast<double>((1 << (b - 1)) - 1);
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    uint8_t *codes = out + 8 * nb;
+    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
+        std::vector<int8_t> c(hi - lo);
+        uint32_t a[64];
+        for (size_t i = lo; i < hi;) {
+            const size_t q = i >> 6, e = std::min(hi, (q + 1) << 6);
+            philox::group16_scalar(st, q, a);
+            for (; i < e; ++i) {
+                const double N = norm[i / B];
+                c[i - lo] = static_cast<int8_t>(N > 0 ? q_one64(in[i], N, sL, st, i, a[i & 63]) : 0);
+            }
+        }
+        fields::pack_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
+    }
+    if (nb) std::memcpy(out, norm.data(), 8 * nb);
+    *len = need;
+    return Status::ok;
+}
+
+Status qs_steps64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<double> *step) {
+    if (qs_check(p) != Status::ok || p.elem != Elem::f64 || len != qs_max_payload64(n, p)) return Status::corrupt;
+    const size_t nb = bstats::bucket_count(n, p.param);
+    step->resize(nb);
+    if (nb) std::memcpy(step->data(), in, 8 * nb);
+    const double sL = static_cast<double>((1 << (p.bits - 1)) - 1);
+    for (double &v : *step) {
+        if (!std::isfinite(v) || std::signbit(v) || !norm_fits64(v, p.bits)) return Status::corrupt;
+        v /= sL;
+    }
+    return Status::ok;
+}
+
+void decode_range64(const uint8_t *codes, size_t avail, int b, const double *step, size_t B, size_t lo, size_t hi,
+                    double *out, bool add) {
+    for (size_t i = lo; i < hi; ++i) {
+        const double v = static_cast<double>(fields::field(codes, avail, b, i)) * step[i / B];
+        out[i] = add ? out[i] + v : v;
+    }
+}
+
+Status qs_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                       double *out) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<std::vector<double>> step(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(qs_steps64(in[k], len[k], n, p, &step[k]));
+    const size_t nb = step[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
+        for (int q = 0; q < cnt; ++q)
+            decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p.bits, step[q].data(), B, lo, hi, out, q > 0);
+    }
+    return Status::ok;
+}
+Status qs_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
+    std::vector<double> step;
+    CMPI_CHECK(qs_steps64(in, len, n, p, &step));
+    const size_t nb = step.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k)
+        decode_range64(in + 8 * nb, len - 8 * nb, p.bits, step.data(), B, k * fields::kBlock,
+                       std::min(n, (k + 1) * fields::kBlock), out, add);
+    return Status::ok;
+}
+Status qs_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
+    return qs_decode_common64(in, len, n, p, out, false);
+}
+Status qs_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
+    return qs_decode_common64(in, len, n, p, acc, true);
+}
+
 }  // namespace
 }  // namespace compmpi::qsgd
 
@@ -361,12 +510,24 @@ extern const CodecOps codec_qsgd_ops = {
     8,
     1,
     qsgd::qs_check,
-    qsgd::qs_max_payload,
+    qsgd::qs_max_payload_any,
     nullptr,
     qsgd::qs_encode,
     qsgd::qs_decode,
     qsgd::qs_decode_add,
     qsgd::qs_reduced_params,
     qsgd::qs_decode_sum,
+    nullptr,
+    /* fp64: f64 norms, the same fields */
+    4,
+    2,
+    8,
+    1,
+    nullptr,
+    qsgd::qs_encode64,
+    qsgd::qs_decode64,
+    qsgd::qs_decode_add64,
+    qsgd::qs_decode_sum64,
+    nullptr,
 };
 }  // namespace compmpi
