@@ -973,13 +973,16 @@ void given_doubles_when_ternarizing_expect_reference_bytes_on_any_thread_count(v
                     std::vector<double> s(nb, 0.0);
                     for (size_t i = 0; i < n; ++i) s[i / B] = std::max(s[i / B], std::min(std::fabs(x[i]), cs));
                     auto ref = ref_ternary64(x, p, s, cs);
+                    for (SimdLevel l : levels())
                     for (int t : {1, 2, 3}) {
                         p.threads = t;
+                        p.simd = l;
                         auto b = encode64(p, x);
                         if (!testutil::same_bytes(b.data(), ref.data(), ref.size()) || b.size() != ref.size()) {
                             size_t i = 0;
                             while (i < b.size() && b[i] == ref[i]) ++i;
-                            fail_msg("n=%zu variant %d bucket %u clip %g threads %d: byte %zu", n, v, bucket, clip, t, i);
+                            fail_msg("n=%zu variant %d bucket %u clip %g level %d threads %d: byte %zu", n, v, bucket, clip,
+                                     static_cast<int>(l), t, i);
                         }
                         auto y = decode64(p, b, n);
                         for (size_t i = 0; i < n; ++i) {

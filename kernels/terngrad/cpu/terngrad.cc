@@ -840,8 +840,9 @@ Status tg_reduced_params(const CodecParams &p, CodecParams *out) {
  * encoder clips at min(cs, s) with the shared scale, so probabilities stay <= 1 whatever
  * threshold a caller passes). The ternary decision is the fp32 one with its threshold in
  * double: code = sign(g) if u24 < ceil(gc 2^24 / s), the same Philox draws (draw16 + refine8)
- * of (seed, stream, element), so P(code != 0) = gc / s (+ < 2^-24) as for floats. Scalar
- * kernels, OpenMP over the fixed blocks of common/fields.h. */
+ * of (seed, stream, element), so P(code != 0) = gc / s (+ < 2^-24) as for floats. Ternarisation
+ * scalar, AVX2 and AVX-512 (the same codes); packing and decode scalar; OpenMP over the fixed
+ * blocks of common/fields.h. */
 constexpr double kInf64 = std::numeric_limits<double>::infinity();
 
 struct Scale64 {
@@ -946,16 +947,93 @@ inline int8_t tern_one64(double g, double s, double cs, const philox::Stream &st
     return std::signbit(g) ? -1 : 1;
 }
 
-void tern_run64(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st, int8_t *codes) {
-    if (!(s > 0)) {
-        std::memset(codes, 0, i1 - i0);
-        return;
-    }
+void tern64_scalar(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st,
+                   int8_t *codes) {
     uint32_t a[64];
     for (size_t i = i0; i < i1;) {
         const size_t q = i >> 6, e = std::min(i1, (q + 1) << 6);
         philox::group16_scalar(st, q, a);
         for (; i < e; ++i) codes[i - i0] = tern_one64(in[i], s, cs, st, i, a[i & 63]);
+    }
+}
+
+/* The SIMD paths: the scalar operations lane by lane (min as x < cs ? x : cs, t = gc / s 2^24
+ * clamped to 2^24, ceil exact), the same draws: the same codes. */
+CMPI_AVX2 inline __m128i tern64_c4_avx2(__m256d g, __m256d vs, __m256d vcs) {
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), two24 = _mm256_set1_pd(0x1p24);
+    const __m256d gc = _mm256_min_pd(_mm256_and_pd(g, absm), vcs);
+    const __m256d t = _mm256_min_pd(_mm256_mul_pd(_mm256_div_pd(gc, vs), two24), two24);
+    return _mm256_cvtpd_epi32(_mm256_ceil_pd(t)); /* integral: exact */
+}
+CMPI_AVX2 void tern64_avx2(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st,
+                           int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one64(in[i], s, cs, st, i, philox::draw16(st, i));
+    const __m256d vs = _mm256_set1_pd(s), vcs = _mm256_set1_pd(cs);
+    const __m256i hi32 = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7), one = _mm256_set1_epi32(1);
+    const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    philox::Draws16Avx2 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m256i a8[8];
+        philox::draws16_avx2(st, keys, i >> 6, d, a8);
+        for (int l = 0; l < 4; ++l)
+            for (int h = 0; h < 2; ++h) {
+                const size_t e = i + 16 * l + 8 * h;
+                const __m256d g0 = _mm256_loadu_pd(in + e), g1 = _mm256_loadu_pd(in + e + 4);
+                const __m256i C = _mm256_set_m128i(tern64_c4_avx2(g1, vs, vcs), tern64_c4_avx2(g0, vs, vcs));
+                const __m256i hit = philox::below8c_avx2(st, e, a8[2 * l + h], C);
+                const __m256i top = _mm256_set_m128i(
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(g1), hi32)),
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(g0), hi32)));
+                const __m256i c = _mm256_and_si256(hit, _mm256_or_si256(_mm256_srai_epi32(top, 31), one));
+                const __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+                _mm_storel_epi64(reinterpret_cast<__m128i *>(codes + (e - i0)), _mm_packs_epi16(c16, c16));
+            }
+    }
+    if (i < i1) tern64_scalar(in, i, i1, s, cs, st, codes + (i - i0));
+}
+CMPI_AVX512 inline __m256i tern64_c8_avx512(__m512d g, __m512d vs, __m512d vcs) {
+    const __m512d two24 = _mm512_set1_pd(0x1p24);
+    const __m512d gc = _mm512_min_pd(_mm512_abs_pd(g), vcs);
+    const __m512d t = _mm512_min_pd(_mm512_mul_pd(_mm512_div_pd(gc, vs), two24), two24);
+    return _mm512_cvt_roundpd_epi32(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
+CMPI_AVX512 void tern64_avx512(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st,
+                               int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one64(in[i], s, cs, st, i, philox::draw16(st, i));
+    const __m512d vs = _mm512_set1_pd(s), vcs = _mm512_set1_pd(cs);
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    philox::Draws16Avx512 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        for (int l = 0; l < 4; ++l) {
+            const size_t e = i + 16 * l;
+            const __m512d g0 = _mm512_loadu_pd(in + e), g1 = _mm512_loadu_pd(in + e + 8);
+            const __m512i C = _mm512_inserti64x4(_mm512_castsi256_si512(tern64_c8_avx512(g0, vs, vcs)),
+                                                 tern64_c8_avx512(g1, vs, vcs), 1);
+            const __mmask16 hit = philox::below16c_avx512(st, e, a[l], C);
+            const __mmask16 neg = static_cast<__mmask16>(
+                _mm512_cmplt_epi64_mask(_mm512_castpd_si512(g0), _mm512_setzero_si512()) |
+                (_mm512_cmplt_epi64_mask(_mm512_castpd_si512(g1), _mm512_setzero_si512()) << 8));
+            const __m128i c = _mm_mask_mov_epi8(_mm_maskz_mov_epi8(hit, _mm_set1_epi8(1)), hit & neg, _mm_set1_epi8(-1));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + (e - i0)), c);
+        }
+    }
+    if (i < i1) tern64_scalar(in, i, i1, s, cs, st, codes + (i - i0));
+}
+
+void tern_run64(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st, int8_t *codes,
+                SimdLevel lvl) {
+    if (!(s > 0)) {
+        std::memset(codes, 0, i1 - i0);
+        return;
+    }
+    switch (lvl) {
+        case SimdLevel::avx512: return tern64_avx512(in, i0, i1, s, cs, st, codes);
+        case SimdLevel::avx2: return tern64_avx2(in, i0, i1, s, cs, st, codes);
+        default: return tern64_scalar(in, i0, i1, s, cs, st, codes);
     }
 }
 
@@ -1059,6 +1137,7 @@ Status tg_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
     uint8_t *codes = out + 8 * nb;
     const philox::Stream st = philox::make_stream(p.seed, p.stream);
     const bool base3 = p.variant == kBase3;
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
     const size_t nblocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
     for (size_t k = 0; k < nblocks; ++k) {
@@ -1066,7 +1145,7 @@ Status tg_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
         std::vector<int8_t> c(hi - lo);
         for (size_t r = lo; r < hi;) {
             const size_t j = r / B, end = std::min(hi, (j + 1) * B);
-            tern_run64(in, r, end, sc[j].s, sc[j].cs, st, c.data() + (r - lo));
+            tern_run64(in, r, end, sc[j].s, sc[j].cs, st, c.data() + (r - lo), lvl);
             r = end;
         }
         if (base3) pack3(c.data(), hi - lo, codes + lo / 5);
