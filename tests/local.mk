@@ -203,3 +203,8 @@ MPITEST_PROGS += tests/mpi/t_error_bound
 tests_mpi_t_error_bound_SOURCES = tests/mpi/t_error_bound.c tests/mpi/mpitest.h
 tests_mpi_t_error_bound_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_error_bound_LDFLAGS = $(MPITEST_NOINSTALL)
+# doubles through every entry point (issue 30)
+MPITEST_PROGS += tests/mpi/t_fp64
+tests_mpi_t_fp64_SOURCES = tests/mpi/t_fp64.c tests/mpi/mpitest.h
+tests_mpi_t_fp64_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_fp64_LDFLAGS = $(MPITEST_NOINSTALL)

@@ -125,6 +125,25 @@ bool bound_host(const CollArgs &a, const CommState &st) {
     return !(cuda_is_device_ptr(a.recvbuf) ||
              (a.sendbuf && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf)));
 }
+/* floats: a codec with an fp32 form (not fp32, which narrows doubles), and a width it has for
+ * floats (bits 40..64 are widths for doubles only) */
+bool codec_fp32(const CollArgs &a, const CommState &st) {
+    if (a.elem != Elem::f32) return true;
+    const CodecOps *c = codec_by_id(st.settings.codec);
+    return c && codec_has_elem(*c, Elem::f32);
+}
+bool bits_fp32(const CollArgs &a, const CommState &st) {
+    if (a.elem != Elem::f32 || !st.settings.bits) return true;
+    const CodecOps *c = codec_by_id(st.settings.codec);
+    if (!c || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f32)) return true;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        log_warn("bits=%lld is not a width codec %s has for floats (%d..%d in steps of %d): calls on floats pass "
+                 "through to MPI unchanged (reason bits_no_fp32); doubles keep bits=%lld",
+                 static_cast<long long>(st.settings.bits), c->name, c->bits_min, c->bits_max, c->bits_step,
+                 static_cast<long long>(st.settings.bits));
+    return false;
+}
 bool valid_root(const CollArgs &a, const CommState &st) { return a.kind != Coll::bcast || (a.root >= 0 && a.root < st.size); }
 
 struct PreEntry { const char *name; PreRule ok; };
@@ -145,6 +164,8 @@ const StateEntry kState[] = {
     {"collective_disabled", coll_enabled},
     {"codec_none", codec_on},
     {"codec_no_fp64", codec_fp64},
+    {"codec_no_fp32", codec_fp32},
+    {"bits_no_fp32", bits_fp32},
     {"bits_no_fp64", bits_fp64},
     {"fft_ranks_differ", fft_alike},
     {"below_min_bytes", big_enough},

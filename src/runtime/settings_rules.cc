@@ -17,13 +17,18 @@ Status settings_validate(const Settings &s, std::string *err) {
     if (!c) return Status::invalid_arg;
     /* with compression off the width is irrelevant: a hint codec=none must work on a
      * communicator whose bits were set for another codec */
-    if (c->id != CodecId::none && !codec_bits_ok(*c, static_cast<int>(s.bits))) {
+    if (c->id != CodecId::none && !codec_bits_ok(*c, static_cast<int>(s.bits), Elem::f32) &&
+        !codec_bits_ok(*c, static_cast<int>(s.bits), Elem::f64)) {
         if (err) {
             *err = "setting 'bits' = " + std::to_string(s.bits) + " is not valid for codec '" + c->name + "'";
             if (c->bits_step)
                 *err += ": allowed 0 (default " + std::to_string(c->bits_default) + ") or " +
                         std::to_string(c->bits_min) + ".." + std::to_string(c->bits_max) + " in steps of " +
                         std::to_string(c->bits_step);
+            if (c->bits64_step)
+                *err += std::string(c->bits_step ? "; for doubles " : ": for doubles ") +
+                        std::to_string(c->bits64_min) + ".." + std::to_string(c->bits64_max) + " in steps of " +
+                        std::to_string(c->bits64_step);
             else
                 *err += ": this codec has no bit width, leave bits at 0";
         }
