@@ -28,6 +28,13 @@ Status settings_validate(const Settings &s, std::string *err) {
         }
         return Status::invalid_arg;
     }
+    if (c->id == CodecId::zfp && s.zfp_tolerance > 0 && !(s.zfp_tolerance >= 0x1p-93)) {
+        if (err)
+            *err = "setting 'zfp_tolerance' = " + setting_format(SettingId::zfp_tolerance, s) +
+                   " is below zfp's smallest tolerance 2^-93 (about 1.0e-28): set 0 for fixed rate or a "
+                   "larger tolerance";
+        return Status::invalid_arg;
+    }
     if (s.awp_start_bits % 8 || s.awp_step % 8) {
         if (err) *err = "settings 'awp_start_bits' and 'awp_step' must be multiples of 8 (bitpack keeps whole bytes)";
         return Status::invalid_arg;
@@ -93,7 +100,7 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     }
     /* codec parameters: the settings named after a codec, and the shared ones */
     static const char *const kCodecPrefix[][2] = {
-        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}};
+        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}, {"zfp_", "zfp"}};
     for (const auto &pc : kCodecPrefix)
         if (name.rfind(pc[0], 0) == 0 && cname != pc[1])
             return no("it applies to codec " + std::string(pc[1]) + " only, codec is " + cname);
@@ -118,6 +125,12 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
             return no(m);
         }
     }
+    /* zfp's fixed accuracy has no rate, and takes the allgather (sparse) allreduce */
+    const bool zfp_acc = c->id == CodecId::zfp && s.zfp_tolerance > 0;
+    if (id == SettingId::bits && zfp_acc) return no("zfp_tolerance > 0 selects fixed accuracy, which has no rate");
+    if ((id == SettingId::chunk_bytes || id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) &&
+        zfp_acc)
+        return no("zfp with zfp_tolerance > 0 (fixed accuracy, variable size) takes the allgather allreduce");
     if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE) && c->id != CodecId::fft_topk)
         return no("only the dense and the fft_topk allreduce are pipelined; codec " + cname + " takes the sparse path");
     if ((id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) && (c->flags & CODEC_SPARSE))
