@@ -120,7 +120,8 @@ size_t payload_bytes(size_t n, const CodecParams &p) {
 }
 
 /* The zfp_stream parameters of p (no bit stream, serial). Fixed accuracy is ZFP's accuracy
- * mode with maxbits lowered from 16658 to the largest block the mode can write: the same
+ * mode at zfp_tolerance(T), half ZFP's own power of two (zfp.h), with maxbits lowered from
+ * 16658 to the largest block the mode can write: the same
  * bytes (tests/unit/test_zfp.cc compares them), and a budget that bounds what the decoder
  * reads per block. */
 template <class T> void set_params(const CodecParams &p, zfp_stream *z) {
@@ -220,7 +221,7 @@ template <class T> Status encode_t(const T *in, size_t n, const CodecParams &p, 
         *len = maxp;
         return Status::ok;
     }
-    /* fixed accuracy: ZFP's guarantee needs tol >= accuracy_floor(max |x|) */
+    /* fixed accuracy: the bound is proven for tol >= accuracy_floor(max |x|) (docs/codecs/zfp.md) */
     if (static_cast<double>(tolerance_of(p.param)) < accuracy_floor_t<T>(value_of<T>(mx))) return Status::unsupported;
     zfp_stream *z = zfp_stream_open(nullptr);
     bitstream *bs = stream_open(out, maxp);
