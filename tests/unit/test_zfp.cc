@@ -380,6 +380,78 @@ template <class T> void rate_property() {
 void given_distributions_when_fixed_rate_floats_expect_errors_within_rate_bound(void **) { rate_property<float>(); }
 void given_distributions_when_fixed_rate_doubles_expect_errors_within_rate_bound(void **) { rate_property<double>(); }
 
+/* Adversarial blocks, one exponent per block, every rate and tolerance: each value is
+ * +-(0.5..1) 2^e, +-(1 - 2^-k) 2^e, near zero, or 2^-j of the max, with random signs (the
+ * patterns that push the transform's coefficients and the integers to their limits).
+ * Every value within rate_error_bound of its block max (fixed rate) and within T (fixed
+ * accuracy, T from accuracy_floor up). Prints the largest ratios. */
+template <class T> std::vector<T> adversarial_blocks(size_t blocks, uint64_t seed, int e_lo, int e_hi) {
+    Rng r(seed);
+    const int mant = sizeof(T) == 8 ? 53 : 24;
+    std::vector<T> x(4 * blocks);
+    for (size_t b = 0; b < blocks; ++b) {
+        const int e = e_lo + static_cast<int>(r.next() % static_cast<uint64_t>(e_hi - e_lo + 1));
+        for (int j = 0; j < 4; ++j) {
+            double v;
+            switch (r.next() % 4) {
+                case 0: v = r.uniform() * 0.5 + 0.5; break;
+                case 1: v = 1 - std::ldexp(1.0, -1 - static_cast<int>(r.next() % static_cast<uint64_t>(mant))); break;
+                case 2: v = r.normal() * 1e-4; break;
+                default: v = std::ldexp(r.uniform() + 0.5, -1 - static_cast<int>(r.next() % 40)); break;
+            }
+            x[4 * b + j] = static_cast<T>(std::ldexp(v, e) * (r.next() % 2 ? 1 : -1));
+        }
+    }
+    return x;
+}
+
+template <class T> void adversarial() {
+    const bool d = sizeof(T) == 8;
+    const size_t blocks = 16384, n = 4 * blocks;
+    double worst_rate = 0, worst_acc = 0, worst_high = 0; /* worst_high: rates 8 and up (no wrap) */
+    int at_rate = 0;
+    for (int rate = 4; rate <= (d ? 64 : 32); ++rate) {
+        auto x = adversarial_blocks<T>(blocks, 500 + rate, -20, 20);
+        auto p = rate_params<T>(rate);
+        auto b = encode_ok(x, p);
+        std::vector<T> y(n);
+        assert_int_equal(static_cast<int>(dec(b.data(), b.size(), n, p, y.data(), false)), 0);
+        for (size_t blk = 0; blk < blocks; ++blk) {
+            double m = 0;
+            for (int j = 0; j < 4; ++j) m = std::max(m, std::fabs(static_cast<double>(x[4 * blk + j])));
+            const double bound = zfp::rate_error_bound(m, rate, elem_of<T>());
+            for (int j = 0; j < 4; ++j) {
+                const double e = std::fabs(static_cast<double>(y[4 * blk + j]) - x[4 * blk + j]);
+                if (!(e <= bound)) fail_msg("%s rate %d block %zu: error %g above %g", tname<T>(), rate, blk, e, bound);
+                if (e / bound > worst_rate) worst_rate = e / bound, at_rate = rate;
+                if (rate >= 8) worst_high = std::max(worst_high, e / bound);
+            }
+        }
+    }
+    /* fixed accuracy: blocks from far below to far above the tolerance's power of two */
+    for (int k = 0; k < 40; ++k) {
+        const double base = std::ldexp(1.0, k % 2 ? 3 : -7) * (k % 3 == 0 ? 1.0 : k % 3 == 1 ? 1.5 : 1.999);
+        const float tol = static_cast<float>(base);
+        auto x = adversarial_blocks<T>(blocks, 900 + k, -6 + (k % 2 ? 3 : -7), (d ? 50 : 20) + (k % 2 ? 3 : -7));
+        double mx = 0;
+        for (T v : x) mx = std::max(mx, std::fabs(static_cast<double>(v)));
+        if (tol < zfp::accuracy_floor(mx, elem_of<T>())) continue;
+        auto p = acc_params<T>(tol);
+        auto b = encode_ok(x, p);
+        std::vector<T> y(n);
+        assert_int_equal(static_cast<int>(dec(b.data(), b.size(), n, p, y.data(), false)), 0);
+        for (size_t i = 0; i < n; ++i) {
+            const double e = std::fabs(static_cast<double>(y[i]) - x[i]);
+            if (!(e <= tol)) fail_msg("%s tol %g value %zu: error %g", tname<T>(), tol, i, e);
+            worst_acc = std::max(worst_acc, e / tol);
+        }
+    }
+    print_message("zfp %s adversarial blocks: error / rate_error_bound %.4f (rate %d; %.4f at rates >= 8), "
+                  "error / tolerance %.4f\n", tname<T>(), worst_rate, at_rate, worst_high, worst_acc);
+}
+void given_adversarial_blocks_when_encoding_floats_expect_within_bounds(void **) { adversarial<float>(); }
+void given_adversarial_blocks_when_encoding_doubles_expect_within_bounds(void **) { adversarial<double>(); }
+
 /* Where ZFP's guarantee ends: with a tolerance below accuracy_floor, ZFP itself exceeds it
  * (blocks with values 1e6 and 1e-6 need more than 32 bit planes), and the codec refuses. */
 void given_tolerance_below_floor_when_encoding_expect_unsupported_where_zfp_would_exceed_it(void **) {
@@ -738,6 +810,8 @@ int main() {
         cmocka_unit_test(given_distributions_when_fixed_accuracy_doubles_expect_every_value_within_tolerance),
         cmocka_unit_test(given_distributions_when_fixed_rate_floats_expect_errors_within_rate_bound),
         cmocka_unit_test(given_distributions_when_fixed_rate_doubles_expect_errors_within_rate_bound),
+        cmocka_unit_test(given_adversarial_blocks_when_encoding_floats_expect_within_bounds),
+        cmocka_unit_test(given_adversarial_blocks_when_encoding_doubles_expect_within_bounds),
         cmocka_unit_test(given_tolerance_below_floor_when_encoding_expect_unsupported_where_zfp_would_exceed_it),
         cmocka_unit_test(given_blocks_just_below_tolerance_when_fixed_accuracy_expect_bound_where_zfp_alone_exceeds),
         cmocka_unit_test(given_tiny_blocks_when_fixed_rate_expect_zeros_not_zfp_overflow),
