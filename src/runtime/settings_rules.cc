@@ -217,7 +217,11 @@ void settings_print(std::FILE *f, const Settings &s, const Resolution &why, cons
         if (why.source[i] == SettingSource::implied) src.clear(); /* the note says it */
         if (id == SettingId::bits && c && !why.inapplicable[i]) {
             /* the width that runs, not the raw 0 */
-            if (c->bits_step == 0) {
+            if (c->id == CodecId::zfp && s.zfp_tolerance > 0) {
+                v = "-";
+                src.clear();
+                note = "zfp fixed accuracy (zfp_tolerance): no rate";
+            } else if (c->bits_step == 0) {
                 note = "codec " + std::string(c->name) + " has no width";
             } else if (s.policy == policy_kind::awp && (c->flags & CODEC_ADAPTIVE_BITS)) {
                 v = std::to_string(std::clamp<int64_t>(s.awp_start_bits, c->bits_min, c->bits_max));
