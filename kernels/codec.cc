@@ -188,7 +188,7 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
         if (c->check(p) != Status::ok) return Status::corrupt;
         size_t maxp = c->max_payload(i.count, p);
         if (i.payload > maxp) return Status::corrupt;
-        if (!(c->flags & CODEC_SPARSE) && i.payload != maxp) return Status::corrupt;
+        if (!codec_variable_payload(*c, p) && i.payload != maxp) return Status::corrupt;
     }
     *info = i;
     return Status::ok;

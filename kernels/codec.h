@@ -99,6 +99,14 @@ enum CodecFlags : uint32_t {
                                        the allreduce may sum exact sparse partial sums */
     CODEC_FP64_ONLY = 1u << 6,      /* has no fp32 form (fp32: narrowing doubles): its check()
                                        refuses Elem::f32, encode of floats is unsupported */
+    /* Some parameter sets (variants) give a payload whose size depends on the data, the others
+     * an exact one (zfp: fixed-accuracy vs fixed-rate). CodecOps::variable_payload says which;
+     * codec_variable_payload() answers for any codec. Where it is true, max_payload is an upper
+     * bound (blob_peek accepts any payload up to it), and a collective must treat the call as
+     * it treats a CODEC_SPARSE codec: exchange the actual sizes (allgather of variable-size
+     * blobs) rather than count on max_payload bytes, or at least accept blobs shorter than
+     * their max_payload slot. */
+    CODEC_VARIABLE_VARIANT = 1u << 7,
 };
 
 struct CodecOps {
@@ -155,7 +163,19 @@ struct CodecOps {
     Status (*decode_sum64)(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
                            double *out);
     Status (*whole_scale64)(const double *in, size_t n, const CodecParams &p, float *scale);
+
+    /* Optional (CODEC_VARIABLE_VARIANT): whether payloads with these parameters (bits, variant,
+     * param, elem) vary in size with the data. nullptr: the flag CODEC_SPARSE alone says. */
+    bool (*variable_payload)(const CodecParams &p);
 };
+
+/* Whether a payload of codec c with parameters p may be shorter than max_payload (its size
+ * depends on the data): every CODEC_SPARSE codec, and a CODEC_VARIABLE_VARIANT codec for the
+ * variants it names. Otherwise max_payload is the exact size and blob_peek insists on it. */
+inline bool codec_variable_payload(const CodecOps &c, const CodecParams &p) {
+    if (c.flags & CODEC_SPARSE) return true;
+    return (c.flags & CODEC_VARIABLE_VARIANT) && c.variable_payload && c.variable_payload(p);
+}
 
 /* Whether codec c can encode elements of type e. */
 inline bool codec_has_elem(const CodecOps &c, Elem e) {

@@ -12,8 +12,16 @@
  * fp32 (doubles narrowed to the nearest float): |y| in the float normal range is rounded with
  * a relative error <= 2^-24; below FLT_MIN the float quantum is 2^-149, error <= 2^-150 =
  * 2^-24 FLT_MIN. Values beyond FLT_MAX make the encode report nonfinite (exact path).
- * none: exact. */
+ * none: exact.
+ * zfp fixed rate (absolute model only): zfp::rate_error_bound(B, rate) bounds a block whose
+ * max |y| is B < 2^e by c(e) 2^e (docs/codecs/zfp.md); for B in [2^(e-1), 2^e) that is at most
+ * 2 B c, and c is the same for every e, so slope = 2 rate_error_bound(0.75) holds for all B;
+ * blocks below ZFP's tiny threshold are within max(B, tiny) of their input: floor = the
+ * bound at B = 0+ (tiny). Fixed accuracy has no model here: its payload size is the data's,
+ * so the error-bounded mode does not choose it (docs/error_bound.md). */
 #include "error_model.h"
+
+#include "zfp/zfp.h"
 
 #include <cfloat>
 #include <algorithm>
@@ -49,6 +57,10 @@ bool codec_error_model(const CodecOps &c, const CodecParams &p, ErrorModel *m) {
 double codec_abs_error(const CodecOps &c, const CodecParams &p, double B) {
     ErrorModel m;
     if (codec_error_model(c, p, &m)) return B <= m.max_value ? m.rel * std::max(B, m.normal_min) : -1;
+    if (c.id == CodecId::zfp && p.variant == zfp::kFixedRate) {
+        const double e = zfp::rate_error_bound(B, codec_bits_for(c, p.bits, p.elem), p.elem);
+        return std::isfinite(e) ? e : -1;
+    }
     return -1;
 }
 
@@ -59,6 +71,17 @@ bool codec_abs_error_linear(const CodecOps &c, const CodecParams &p, double *slo
         *floor = m.rel * m.normal_min;
         *max_value = m.max_value;
         return true;
+    }
+    if (c.id == CodecId::zfp && p.variant == zfp::kFixedRate) {
+        const int rate = codec_bits_for(c, p.bits, p.elem);
+        if (!codec_bits_ok(c, rate, p.elem)) return false;
+        const bool d = p.elem == Elem::f64;
+        *slope = 2 * zfp::rate_error_bound(0.75, rate, p.elem);
+        /* zfp.h: blocks below 2^-98 (fp32) / 2^-962 (fp64) are encoded as zeros, and no bound
+         * is below that threshold */
+        *floor = d ? 0x1p-962 : 0x1p-98;
+        *max_value = d ? 0x1p1021 : 0x1p125;  /* refused at 2^1022 / 2^126 */
+        return std::isfinite(*slope) && std::isfinite(*floor);
     }
     return false;
 }

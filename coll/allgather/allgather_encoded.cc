@@ -10,7 +10,16 @@
  * out[rank] = D(E(in)) like every other rank's copy of it; exact gives the caller its own
  * input back unquantised (never overwritten in place). Exact still decodes its own block
  * first, so the policy observes the agreed result (awp decisions stay identical on every
- * rank), and the caller restores the exact block afterwards (CollCtx::restore_*). */
+ * rank), and the caller restores the exact block afterwards (CollCtx::restore_*).
+ *
+ * A codec whose payload size depends on the data (codec_variable_payload: zfp's fixed
+ * accuracy, whose worst case exceeds the raw floats) gathers the sizes first and uses the
+ * largest blob, rounded up to 64 bytes, as the stride:
+ *   |blob_j| ──PMPI_Allgather(8 B)──► all;  slot[j] ──PMPI_Allgather(in place, stride)──► all */
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "coll.h"
 
 namespace compmpi {
@@ -18,8 +27,10 @@ namespace compmpi {
 template <class T>
 Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size;
-    const size_t S = coll_blob_stride(*c.codec, n, c.params);
-    uint8_t *slots = c.ws->recv.get(S * P);
+    const bool var = codec_variable_payload(*c.codec, c.params);
+    size_t S = coll_blob_stride(*c.codec, n, c.params);
+    /* variable size: encode aside, the slots come once the stride is known */
+    uint8_t *slots = var ? c.ws->aux_blob.get(S) : c.ws->recv.get(S * P);
     if (!slots) return Status::no_memory;
     /* allgather_own=exact: what the caller gets back in its own block */
     const bool exact = c.settings->allgather_own == enum_value(SettingId::allgather_own, "exact") && n;
@@ -36,7 +47,30 @@ Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n) {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, c.rank);
-        coll_encode(c, p, in, n, slots + S * c.rank, S);
+        size_t len = kBlobHeaderBytes;
+        coll_encode(c, p, in, n, var ? slots : slots + S * c.rank, S, var ? &len : nullptr);
+        if (var) {
+            std::vector<uint64_t> lens(static_cast<size_t>(P));
+            const uint64_t mine = len;
+            {
+                ScopedTimer tc(c.stats->ns_comm);
+                const int rc = PMPI_Allgather(&mine, 1, MPI_UINT64_T, lens.data(), 1, MPI_UINT64_T, c.comm);
+                if (rc != MPI_SUCCESS) {
+                    c.mpi_err = rc;
+                    return Status::mpi_error;
+                }
+            }
+            c.stats->bytes_wire += sizeof(uint64_t) * static_cast<size_t>(P - 1);
+            const uint64_t longest = *std::max_element(lens.begin(), lens.end());
+            if (longest < kBlobHeaderBytes || longest > S) return Status::corrupt; /* alike on every rank */
+            const size_t stride = (static_cast<size_t>(longest) + 63) / 64 * 64;
+            uint8_t *all = c.ws->recv.get(stride * P);
+            if (!all) return Status::no_memory;
+            std::memcpy(all + stride * c.rank, slots, len);
+            std::memset(all + stride * c.rank + len, 0, stride - len);
+            slots = all;
+            S = stride;
+        }
     }
     CMPI_CHECK(mpi_allgather_inplace_bytes(c, slots, S));
     c.stats->bytes_wire += S * static_cast<size_t>(P - 1);

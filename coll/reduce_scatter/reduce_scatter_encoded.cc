@@ -233,6 +233,9 @@ Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_
 template <class T>
 Status coll_reduce_scatter(CollCtx &c, const T *in, T *out, const size_t *counts, double *result_norm) {
     const int P = c.size, r = c.rank;
+    /* a payload of data-dependent size (zfp's fixed accuracy) would travel in worst-case
+     * slots, above the raw floats (140 bits per 4): the exact call, decided alike everywhere */
+    if (codec_variable_payload(*c.codec, c.params)) return Status::unsupported;
     c.params.nranks = P;
     std::vector<size_t> off(P), ssz(P), soff(P);
     size_t n = 0, send_total = 0, slot_max = 0;

@@ -131,13 +131,26 @@ BoundChoice bound_choose(const BoundOptions &o, const BoundShape &sh, int P, dou
     } else {
         add_widths(cand, codec_by_id(static_cast<int>(CodecId::bitpack)), o, nearest);
         if (o.elem == Elem::f64) add_widths(cand, codec_by_id(static_cast<int>(CodecId::fp32)), o, 0);
+        /* zfp fixed rate: an absolute model only; every integer rate */
+        if (!rel) add_widths(cand, codec_by_id(static_cast<int>(CodecId::zfp)), o, 0);
     }
     const Candidate *best = nullptr;
     double best_proven = HUGE_VAL, tightest = HUGE_VAL;
+    /* zfp encodes and decodes two orders of magnitude slower than bitpack on the CPU
+     * (docs/codecs/zfp.md: 0.04-0.16 GB/s against 20-34 GB/s, one thread): unless the codec
+     * is the user's, it is taken only where it at least halves the bytes of the best
+     * bitpack/fp32 choice */
+    double fast_bits = HUGE_VAL;
+    for (const Candidate &k : cand)
+        if (k.codec->id != CodecId::zfp && proven(k, sh, P, rel, M, o.elem) <= X)
+            fast_bits = std::min(fast_bits, k.bits_per_value);
     for (const Candidate &k : cand) {
         const double b = proven(k, sh, P, rel, M, o.elem);
         tightest = std::min(tightest, b);
         if (!(b <= X)) continue;
+        if (o.codec < 0 && k.codec->id == CodecId::zfp && !(2 * k.bits_per_value <= fast_bits)) continue;
+        /* fewest bits per value; on a tie the earlier candidate (bitpack, then fp32, then zfp:
+         * the faster codecs) */
         if (!best || k.bits_per_value < best->bits_per_value) best = &k, best_proven = b;
     }
     if (!best) {

@@ -10,6 +10,7 @@
 #include "runtime/schedule.h"
 #include "terngrad/terngrad.h"
 #include "runtime/verdict.h"
+#include "zfp/zfp.h"
 
 namespace compmpi {
 
@@ -71,6 +72,15 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
             break;
         case CodecId::rangefloat:
             p->variant = rf_mode(s);
+            break;
+        case CodecId::zfp:
+            /* fixed rate: bits is the rate; fixed accuracy: the tolerance travels in param
+             * (kernels/zfp/zfp.h) */
+            if (s.zfp_tolerance > 0) {
+                p->bits = 0;
+                p->variant = zfp::kFixedAccuracy;
+                p->param = zfp::tolerance_param(static_cast<float>(s.zfp_tolerance));
+            }
             break;
         default:
             break;

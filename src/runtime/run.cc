@@ -185,7 +185,9 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
     switch (a.kind) {
         case Coll::allreduce: {
             const T *in = in_place ? user : static_cast<const T *>(a.sendbuf);
-            const bool sparse = plan.codec->flags & CODEC_SPARSE;
+            /* payloads of data-dependent size (sparse codecs, zfp's fixed accuracy): the
+             * allgather of variable-size blobs */
+            const bool sparse = codec_variable_payload(*plan.codec, plan.params);
             HierComms h;
             if (coll_hierarchy(st.coll, st.settings, a.comm, st.rank, &h)) { /* every rank of comm decides alike */
                 if (h.node_rank != 0 && ef) ef->drop(c); /* only leaders carry residuals */

@@ -48,6 +48,7 @@ int main() {
             Settings cfg = settings_defaults();
             cfg.codec = id;
             cfg.bits = c->bits_step ? c->bits_min + c->bits_step * static_cast<int>(rnd() % ((c->bits_max - c->bits_min) / c->bits_step + 1)) : 0;
+            if (c->id == CodecId::zfp && (it & 1)) cfg.zfp_tolerance = 1e-2; /* fixed accuracy, variable size */
             CodecParams p;
             codec_params_from_settings(*c, cfg, &p);
             std::vector<uint8_t> b(blob_max_bytes(*c, n, p) + 64);

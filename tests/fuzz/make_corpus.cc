@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
         {"fft_topk", "theta", "0.5|0.85"},
         {"fft_topk", "fft_block", "0|256"},
         {"sparse", "theta", "0.5|0.85"},
+        {"zfp", "zfp_tolerance", "0.01|0.5"},
     };
     int idx = 0, idx64 = 0; /* idx64: the fp64 blobs' own count, so the fp32 inputs stay as they were */
     for (int id = 0; id < 256; ++id) {
@@ -160,6 +161,7 @@ int main(int argc, char **argv) {
             for (size_t n : {size_t{5}, size_t{300}}) blob(*c, base, wt, n, false, idx++);
             for (const Variant &v : variants) {
                 if (std::string(v.codec) != c->name) continue;
+                if (std::string(v.key) == "zfp_tolerance" && w != c->bits_default) continue; /* no rate */
                 for (const std::string &val : split(v.values)) {
                     Settings s = base;
                     set(&s, v.key, val);

@@ -125,15 +125,47 @@ void given_absolute_bounds_when_choosing_expect_the_data_scale_to_decide(void **
     assert_true(c.ok);
     assert_int_equal(c.params.bits, 24);
     assert_true(c.params.range_hi == 0); /* no range check: subnormals are within the absolute floor */
-    /* all zeros: the narrowest width */
+    /* all zeros: the narrowest choice, zfp's lowest rate (4 bits: a quarter of bitpack's 16) */
     c = bound_choose(o, sh, 4, 0.0);
     assert_true(c.ok);
-    assert_int_equal(c.params.bits, 16);
+    assert_int_equal(c.codec->id, CodecId::zfp);
+    assert_int_equal(c.params.bits, 4);
     /* data near 1e6: fp32 summation alone exceeds 1e-3 */
     assert_false(bound_choose(o, sh, 4, 1e6).ok);
     /* bcast and allgather: one encode, no sum */
     const BoundShape bc = bound_shape(Coll::bcast, 64, 0);
     assert_true(bc.L == 1 && bc.K == 0 && !bc.reduce);
+}
+
+void given_zfp_when_bounds_are_absolute_expect_its_rate_model_and_the_halving_rule(void **) {
+    const CodecOps &z = *codec_by_id(static_cast<int>(CodecId::zfp));
+    CodecParams p;
+    p.bits = 16;
+    double slope, floor, maxv;
+    assert_true(codec_abs_error_linear(z, p, &slope, &floor, &maxv));
+    /* the linear form covers zfp's own bound at every magnitude */
+    for (double B = 1e-30; B < 1e30; B *= 3.7)
+        assert_true(codec_abs_error(z, p, B) <= slope * B + floor);
+    ErrorModel m;
+    assert_false(codec_error_model(z, p, &m)); /* no relative model */
+    const BoundShape sh = bound_shape(Coll::allreduce, 4, enum_value(SettingId::allreduce_algorithm, "twophase"));
+    BoundOptions o;
+    o.bound = 0.1;
+    /* bitpack 16 holds 0.1 for data within 1; zfp would need about 15 bits: not half, bitpack */
+    BoundChoice c = bound_choose(o, sh, 4, 1.0);
+    assert_true(c.ok);
+    assert_int_equal(c.codec->id, CodecId::bitpack);
+    /* the user's zfp: the lowest rate that holds, below 16 */
+    o.codec = static_cast<int>(CodecId::zfp);
+    c = bound_choose(o, sh, 4, 1.0);
+    assert_true(c.ok);
+    assert_int_equal(c.codec->id, CodecId::zfp);
+    assert_true(c.params.bits < 16 && c.params.variant == 0);
+    /* and its proof is the shape's: W encodes at slope M + floor each, within 0.1 */
+    assert_true(c.proven <= 0.1);
+    /* a relative bound has no zfp choice */
+    o.bound = -1e-2;
+    assert_false(bound_choose(o, sh, 4, 1.0).ok);
 }
 
 }  // namespace
@@ -143,6 +175,7 @@ int main() {
         cmocka_unit_test(given_bitpack_fp32_and_none_when_round_tripped_expect_their_models_to_hold),
         cmocka_unit_test(given_relative_bounds_when_choosing_expect_the_narrowest_width_that_holds),
         cmocka_unit_test(given_absolute_bounds_when_choosing_expect_the_data_scale_to_decide),
+        cmocka_unit_test(given_zfp_when_bounds_are_absolute_expect_its_rate_model_and_the_halving_rule),
     };
     return cmocka_run_group_tests_name("bound", tests, nullptr, nullptr);
 }
