@@ -2,6 +2,9 @@
 noinst_PROGRAMS += bench/codec_bench bench/coll_bench
 bench_codec_bench_SOURCES = bench/codec_bench.cc
 bench_codec_bench_LDADD = libcompmpi_core.la
+noinst_PROGRAMS += bench/zfp_bench
+bench_zfp_bench_SOURCES = bench/zfp_bench.cc
+bench_zfp_bench_LDADD = libcompmpi_core.la $(ZFP_LIBS)
 bench_coll_bench_SOURCES = bench/coll_bench.c
 bench_coll_bench_LDADD = -lm
 noinst_PROGRAMS += bench/overlap_bench

@@ -36,7 +36,27 @@ struct Backend {
     Status (*prepare)(void *ctx, const CodecOps &c, const CodecParams &p, const float *data, size_t n, double *stat);
     /* Deterministic l2 norm (same bits for the same data on every rank and thread count). */
     double (*l2norm)(void *ctx, const float *data, size_t n);
+
+    /* ---- fp64 data (CodecParams::elem == Elem::f64): the same operations on doubles. A
+     * backend without them (nullptr encode64: the CUDA module so far) never sees doubles: the
+     * runtime stages such calls through host memory (src/runtime/device.cc). scratch64 slots
+     * are the same memory as scratch's (a slot holds floats or doubles, not both at once). */
+    uint8_t (*encode64)(void *ctx, const CodecOps &c, const CodecParams &p, const double *data, size_t n,
+                        uint8_t *blob, size_t cap, size_t *len);
+    Status (*decode64)(void *ctx, const uint8_t *blob, size_t avail, size_t n, double *data, bool accumulate,
+                       const CodecParams &p);
+    double *(*scratch64)(void *ctx, int slot, size_t n);
+    void (*copy64)(void *ctx, double *dst, const double *src, size_t n);
+    void (*add64)(void *ctx, double *dst, const double *src, size_t n);
+    void (*sum64)(void *ctx, double *dst, const double *a, const double *b, size_t n);
+    void (*sub64)(void *ctx, double *dst, const double *a, const double *b, size_t n);
+    Status (*prepare64)(void *ctx, const CodecOps &c, const CodecParams &p, const double *data, size_t n,
+                        double *stat);
+    double (*l2norm64)(void *ctx, const double *data, size_t n);
 };
+
+/* Whether backend be handles elements of type e. */
+inline bool backend_has_elem(const Backend &be, Elem e) { return e == Elem::f32 || be.encode64 != nullptr; }
 
 /* The host backend's memory of one communicator: its fp32 scratch slots (Backend::scratch). */
 struct CpuBackendState {

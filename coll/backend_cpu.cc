@@ -12,44 +12,46 @@ namespace {
 
 constexpr size_t kPar = 1u << 18; /* below this one thread is faster */
 
-uint8_t cpu_encode(void *, const CodecOps &c, const CodecParams &p, const float *data, size_t n, uint8_t *blob,
-                   size_t cap, size_t *plen) {
+template <class T>
+uint8_t cpu_encode(void *, const CodecOps &c, const CodecParams &p, const T *data, size_t n, uint8_t *blob, size_t cap,
+                   size_t *plen) {
     size_t len = kBlobHeaderBytes;
     Status s = blob_encode(c, p, data, n, blob, cap, &len);
     if (plen) *plen = s == Status::ok ? len : kBlobHeaderBytes;
     if (s == Status::ok) return 0;
     if (s == Status::nonfinite) return BLOB_NONFINITE;
-    log_error("%s encode of %zu floats failed (%s); this call falls back to the exact MPI collective", c.name, n,
-              status_str(s));
-    blob_write_header(blob, BlobInfo{c.id, BLOB_ABANDON, p.bits, p.variant, p.param, n, 0});
+    log_error("%s encode of %zu %s values failed (%s); this call falls back to the exact MPI collective", c.name, n,
+              elem_name(p.elem), status_str(s));
+    blob_write_header(blob, BlobInfo{c.id, BLOB_ABANDON, p.bits, p.variant, p.param, n, 0, p.elem});
     return BLOB_ABANDON;
 }
 
-Status cpu_decode(void *, const uint8_t *blob, size_t avail, size_t n, float *data, bool accumulate,
+template <class T>
+Status cpu_decode(void *, const uint8_t *blob, size_t avail, size_t n, T *data, bool accumulate,
                   const CodecParams &p) {
     return blob_decode(blob, avail, n, data, accumulate, p.simd, p.threads);
 }
 
-float *cpu_scratch(void *ctx, int slot, size_t n) {
+template <class T> T *cpu_scratch(void *ctx, int slot, size_t n) {
     CpuBackendState *st = static_cast<CpuBackendState *>(ctx);
     if (slot < 0 || slot >= CpuBackendState::kSlots) return nullptr;
-    return st->scratch[slot].as<float>(n ? n : 1);
+    return st->scratch[slot].as<T>(n ? n : 1);
 }
 
-void cpu_copy(void *, float *dst, const float *src, size_t n) {
-    if (dst != src) std::memcpy(dst, src, n * sizeof(float));
+template <class T> void cpu_copy(void *, T *dst, const T *src, size_t n) {
+    if (dst != src) std::memcpy(dst, src, n * sizeof(T));
 }
-void cpu_add(void *, float *dst, const float *src, size_t n) {
+template <class T> void cpu_add(void *, T *dst, const T *src, size_t n) {
     const int t = kernel_threads();
 #pragma omp parallel for num_threads(t) schedule(static) if (n >= kPar && t > 1)
     for (size_t i = 0; i < n; ++i) dst[i] += src[i];
 }
-void cpu_sum(void *, float *dst, const float *a, const float *b, size_t n) {
+template <class T> void cpu_sum(void *, T *dst, const T *a, const T *b, size_t n) {
     const int t = kernel_threads();
 #pragma omp parallel for num_threads(t) schedule(static) if (n >= kPar && t > 1)
     for (size_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
 }
-void cpu_sub(void *, float *dst, const float *a, const float *b, size_t n) {
+template <class T> void cpu_sub(void *, T *dst, const T *a, const T *b, size_t n) {
     const int t = kernel_threads();
 #pragma omp parallel for num_threads(t) schedule(static) if (n >= kPar && t > 1)
     for (size_t i = 0; i < n; ++i) dst[i] = a[i] - b[i];
@@ -57,10 +59,31 @@ void cpu_sub(void *, float *dst, const float *a, const float *b, size_t n) {
 Status cpu_prepare(void *, const CodecOps &c, const CodecParams &p, const float *data, size_t n, double *stat) {
     return c.prepare ? c.prepare(data, n, p, stat) : Status::unsupported;
 }
+Status cpu_prepare64(void *, const CodecOps &c, const CodecParams &p, const double *data, size_t n, double *stat) {
+    return c.prepare64 ? c.prepare64(data, n, p, stat) : Status::unsupported;
+}
 double cpu_l2norm(void *, const float *data, size_t n) { return l2_norm_det(data, n, kernel_threads()); }
+double cpu_l2norm64(void *, const double *data, size_t n) { return l2_norm_det(data, n, kernel_threads()); }
 
-const Backend kCpu = {"cpu", cpu_encode, cpu_decode, cpu_scratch, cpu_copy, cpu_add, cpu_sum, cpu_sub, cpu_prepare,
-                      cpu_l2norm};
+const Backend kCpu = {"cpu",
+                      cpu_encode<float>,
+                      cpu_decode<float>,
+                      cpu_scratch<float>,
+                      cpu_copy<float>,
+                      cpu_add<float>,
+                      cpu_sum<float>,
+                      cpu_sub<float>,
+                      cpu_prepare,
+                      cpu_l2norm,
+                      cpu_encode<double>,
+                      cpu_decode<double>,
+                      cpu_scratch<double>,
+                      cpu_copy<double>,
+                      cpu_add<double>,
+                      cpu_sum<double>,
+                      cpu_sub<double>,
+                      cpu_prepare64,
+                      cpu_l2norm64};
 
 }  // namespace
 

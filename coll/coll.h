@@ -92,54 +92,105 @@ struct CollCtx {
     void *be_ctx;
     int mpi_err = MPI_SUCCESS;
     /* error feedback (allreduce, reduce-scatter): ef_res = the buffer's residual, added to the input
-     * before encoding; the algorithm writes the new residual to ef_new (n floats) and the
-     * caller keeps it only if the call succeeds. Both nullptr when off. */
-    const float *ef_res = nullptr;
-    float *ef_new = nullptr;
+     * before encoding; the algorithm writes the new residual to ef_new (n elements of the call's
+     * type, params.elem) and the caller keeps it only if the call succeeds. Both nullptr when off. */
+    const void *ef_res = nullptr;
+    void *ef_new = nullptr;
     /* set by algorithms that fall back per segment (pipelined allreduce): how many
      * segments ran the exact path, and why (BLOB_NONFINITE / BLOB_ABANDON) */
     int segments_fallback = 0;
     uint8_t fallback_reason = 0;
     /* set by an algorithm whose result on this rank differs from the agreed one
      * (allgather_own=exact): `out` holds the agreed result, which the policy observes (its
-     * decisions must be the same on every rank); then the caller copies restore_n floats
+     * decisions must be the same on every rank); then the caller copies restore_n elements
      * from restore_src to restore_dst (backend memory) */
-    float *restore_dst = nullptr;
-    const float *restore_src = nullptr;
+    void *restore_dst = nullptr;
+    const void *restore_src = nullptr;
     size_t restore_n = 0;
     /* the backend's memory is not the host's and MPI cannot read it (device data, an MPI
-     * that is not CUDA-aware): MPI calls on float data go through host copies
-     * (coll_mpi_floats), host-only codec steps through coll_stage_down/up */
+     * that is not CUDA-aware): MPI calls on the data go through host copies
+     * (coll_mpi_elems), host-only codec steps through coll_stage_down/up */
     bool stage_mpi = false;
 };
 
+/* ---- the element type: every algorithm runs on T = float (MPI_FLOAT data) or T = double
+ * (MPI_DOUBLE), decided by the call (CodecParams::elem); the backend's and MPI's operations
+ * for T are these overloads. */
+template <class T> constexpr Elem elem_of() { return sizeof(T) == 8 ? Elem::f64 : Elem::f32; }
+template <class T> inline MPI_Datatype mpi_elem() { return sizeof(T) == 8 ? MPI_DOUBLE : MPI_FLOAT; }
+inline uint8_t be_encode(const CollCtx &c, const CodecOps &codec, const CodecParams &p, const float *d, size_t n,
+                         uint8_t *blob, size_t cap, size_t *len) {
+    return c.be->encode(c.be_ctx, codec, p, d, n, blob, cap, len);
+}
+inline uint8_t be_encode(const CollCtx &c, const CodecOps &codec, const CodecParams &p, const double *d, size_t n,
+                         uint8_t *blob, size_t cap, size_t *len) {
+    return c.be->encode64(c.be_ctx, codec, p, d, n, blob, cap, len);
+}
+inline Status be_decode(const CollCtx &c, const uint8_t *blob, size_t avail, size_t n, float *d, bool acc,
+                        const CodecParams &p) {
+    return c.be->decode(c.be_ctx, blob, avail, n, d, acc, p);
+}
+inline Status be_decode(const CollCtx &c, const uint8_t *blob, size_t avail, size_t n, double *d, bool acc,
+                        const CodecParams &p) {
+    return c.be->decode64(c.be_ctx, blob, avail, n, d, acc, p);
+}
+template <class T> inline T *be_scratch(const CollCtx &c, int slot, size_t n) {
+    if constexpr (sizeof(T) == 8) return c.be->scratch64(c.be_ctx, slot, n);
+    else return c.be->scratch(c.be_ctx, slot, n);
+}
+inline void be_copy(const CollCtx &c, float *dst, const float *src, size_t n) { c.be->copy(c.be_ctx, dst, src, n); }
+inline void be_copy(const CollCtx &c, double *dst, const double *src, size_t n) { c.be->copy64(c.be_ctx, dst, src, n); }
+inline void be_add(const CollCtx &c, float *dst, const float *src, size_t n) { c.be->add(c.be_ctx, dst, src, n); }
+inline void be_add(const CollCtx &c, double *dst, const double *src, size_t n) { c.be->add64(c.be_ctx, dst, src, n); }
+inline void be_sum(const CollCtx &c, float *d, const float *a, const float *b, size_t n) { c.be->sum(c.be_ctx, d, a, b, n); }
+inline void be_sum(const CollCtx &c, double *d, const double *a, const double *b, size_t n) {
+    c.be->sum64(c.be_ctx, d, a, b, n);
+}
+inline void be_sub(const CollCtx &c, float *d, const float *a, const float *b, size_t n) { c.be->sub(c.be_ctx, d, a, b, n); }
+inline void be_sub(const CollCtx &c, double *d, const double *a, const double *b, size_t n) {
+    c.be->sub64(c.be_ctx, d, a, b, n);
+}
+inline Status be_prepare(const CollCtx &c, const CodecParams &p, const float *d, size_t n, double *stat) {
+    return c.be->prepare(c.be_ctx, *c.codec, p, d, n, stat);
+}
+inline Status be_prepare(const CollCtx &c, const CodecParams &p, const double *d, size_t n, double *stat) {
+    return c.be->prepare64(c.be_ctx, *c.codec, p, d, n, stat);
+}
+inline double be_l2norm(const CollCtx &c, const float *d, size_t n) { return c.be->l2norm(c.be_ctx, d, n); }
+inline double be_l2norm(const CollCtx &c, const double *d, size_t n) { return c.be->l2norm64(c.be_ctx, d, n); }
+
+/* The call's error-feedback residuals as T (CollCtx::ef_res / ef_new). */
+template <class T> inline const T *ef_res_t(const CollCtx &c) { return static_cast<const T *>(c.ef_res); }
+template <class T> inline T *ef_new_t(const CollCtx &c) { return static_cast<T *>(c.ef_new); }
+
 /* Host copies of backend memory, through the `none` codec's verbatim blob (the backend's own
- * encode/decode, so any backend works): blob = header + n floats. */
+ * encode/decode, so any backend works): blob = header + n elements. */
 struct HostStage {
     std::vector<uint8_t> blob;
     size_t len = 0;
-    float *data() { return reinterpret_cast<float *>(blob.data() + kBlobHeaderBytes); }
+    template <class T> T *data() { return reinterpret_cast<T *>(blob.data() + kBlobHeaderBytes); }
 };
-/* h = n floats of backend memory src (CPU backend: a plain copy). */
-Status coll_stage_down(CollCtx &c, const float *src, size_t n, HostStage &h);
-/* backend memory dst = h's n floats (h from coll_stage_down of n floats). */
-Status coll_stage_up(CollCtx &c, HostStage &h, float *dst, size_t n);
-/* backend memory dst = n host floats. */
-Status coll_upload(CollCtx &c, const float *h, size_t n, float *dst);
-/* An MPI call fn(in, io) on float data in backend memory: in = n floats MPI reads (or
- * MPI_IN_PLACE / nullptr, passed as they are), io = n floats MPI reads and/or writes. With
+/* h = n elements of backend memory src (CPU backend: a plain copy). */
+template <class T> Status coll_stage_down(CollCtx &c, const T *src, size_t n, HostStage &h);
+/* backend memory dst = h's n elements (h from coll_stage_down of n elements). */
+template <class T> Status coll_stage_up(CollCtx &c, HostStage &h, T *dst, size_t n);
+/* backend memory dst = n host elements. */
+template <class T> Status coll_upload(CollCtx &c, const T *h, size_t n, T *dst);
+/* An MPI call fn(in, io) on data in backend memory: in = n elements MPI reads (or
+ * MPI_IN_PLACE / nullptr, passed as they are), io = n elements MPI reads and/or writes. With
  * c.stage_mpi, on host copies (io written back when fn succeeds); else on the pointers. */
-int coll_mpi_floats(CollCtx &c, const void *in, float *io, size_t n, const std::function<int(const void *, float *)> &fn);
+template <class T>
+int coll_mpi_elems(CollCtx &c, const void *in, T *io, size_t n, const std::function<int(const void *, T *)> &fn);
 
 /* Dense codecs: reduce-scatter + allgather of blobs. */
-Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n);
+template <class T> Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n);
 /* Dense codecs: recursive-halving reduce-scatter + recursive-doubling allgather of blobs
  * (Rabenseifner's order), log2 P steps; non-power-of-two P by folding (allreduce_halving.cc). */
-Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n);
+template <class T> Status coll_allreduce_halving(CollCtx &c, const T *in, T *out, size_t n);
 /* Dense codecs: the algorithm setting allreduce_algorithm names (auto: see
  * allreduce_use_halving); `nodes` = nodes the communicator spans (1 if unknown).
  * (coll/allreduce/allreduce_choice.cc) */
-Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes);
+template <class T> Status coll_allreduce_dense(CollCtx &c, const T *in, T *out, size_t n, int nodes);
 /* allreduce_algorithm=auto: *halving = true for halving-doubling, only across nodes
  * (nodes > 1) and from 4 ranks, when the alpha-beta prediction messages * alpha_beta + bytes
  * (per rank, this call's exact blob sizes) is kAutoMargin below the two-phase one. alpha_beta
@@ -159,7 +210,7 @@ AllreduceCost allreduce_halving_cost(const CollCtx &c, size_t n); /* (allreduce_
 Status allreduce_alpha_beta(CollCtx &c, double *alpha_beta);
 inline constexpr double kAutoMargin = 0.10;
 /* Sparse codecs (CODEC_SPARSE): allgather of variable-size blobs, sum in rank order. */
-Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n);
+template <class T> Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n);
 
 /* Node structure of a communicator for the hierarchical allreduce. */
 struct HierComms {
@@ -170,12 +221,12 @@ struct HierComms {
 };
 /* Exact reduce to node leaders, compressed allreduce among leaders (two-phase, or sparse
  * when `sparse`), exact broadcast within nodes. sendbuf may be MPI_IN_PLACE. */
-Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
-                                   bool sparse);
+template <class T>
+Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size_t n, const HierComms &h, bool sparse);
 /* The root's buf is read only; receivers' buf gets the decoded data. root_norm (nullptr on
  * every rank, or on none): receives the l2-norm of the root's input, carried in the frame. */
-Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm = nullptr);
-Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n);
+template <class T> Status coll_bcast_encoded(CollCtx &c, T *buf, size_t n, int root, double *root_norm = nullptr);
+template <class T> Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n);
 /* Reduce-scatter of encoded blocks (coll/reduce_scatter/reduce_scatter_encoded.cc): in holds
  * every rank's block, block j = counts[j] floats (zero allowed) after blocks 0..j-1; out
  * (counts[rank] floats) gets the sum over ranks of this rank's block, accumulated exactly as
@@ -184,7 +235,8 @@ Status coll_allgather_encoded(CollCtx &c, const float *in, float *out, size_t n)
  * result_norm (optional): the l2-norm of the whole reduced vector, identical on every rank.
  * Status::unsupported (on every rank alike, before any exchange): the exchange does not fit
  * this MPI's counts; the caller runs the exact call. */
-Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t *counts, double *result_norm);
+template <class T>
+Status coll_reduce_scatter(CollCtx &c, const T *in, T *out, const size_t *counts, double *result_norm);
 
 /* ---- helpers shared by the algorithms (coll/coll_util.cc) ---- */
 
@@ -229,7 +281,8 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root);
 /* Encode in[0..n) into a blob at out (capacity cap). Never fails: on NaN/Inf the blob is
  * flagged BLOB_NONFINITE, on any other error BLOB_ABANDON (logged), so the algorithm still
  * takes part in every exchange and all ranks learn the outcome together. Returns the flag. */
-uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
+template <class T>
+uint8_t coll_encode(CollCtx &c, const CodecParams &p, const T *in, size_t n, uint8_t *out, size_t cap,
                     size_t *len = nullptr);
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out);
 /* Codecs with CODEC_SHARED_SCALE: every rank computes prepare() on its whole contribution,
@@ -237,12 +290,12 @@ void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, u
  * prepare() reports (terngrad: c sigma of the whole buffer) goes to c.params.clip_at, so
  * that every chunk and segment is clipped alike. Returns nonfinite on every rank if any
  * rank's data held NaN/Inf (nothing was sent yet, the caller falls back). */
-Status coll_shared_scale(CollCtx &c, const float *in, size_t n);
+template <class T> Status coll_shared_scale(CollCtx &c, const T *in, size_t n);
 /* The input the codec should see: in + residual when error feedback is on (written to a
  * workspace), else in itself. */
-const float *coll_ef_input(CollCtx &c, const float *in, size_t n);
+template <class T> const T *coll_ef_input(CollCtx &c, const T *in, size_t n);
 /* ef_new[0..n) = src - decode(blob): the part of src this blob failed to carry. */
-void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *src, size_t n, float *ef_new);
+template <class T> void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const T *src, size_t n, T *ef_new);
 
 /* Codecs whose paper quantises each contribution exactly once and sums the decoded
  * contributions exactly (q8: Dettmers; qsgd: Alistarh et al., Alg. 1). */
@@ -262,7 +315,8 @@ bool coll_own_encoded(const CodecOps &codec);
  * chunk this rank owns: the decoded blob(j) (capacity cap), or for j == c.rank with
  * !own_encoded the exact `own`. Stops at the first blob that fails; returns the flags
  * (BLOB_NONFINITE / BLOB_ABANDON), 0 when acc holds the sum. */
-uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const float *own, size_t len, float *acc, size_t cap,
+template <class T>
+uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const T *own, size_t len, T *acc, size_t cap,
                         const std::function<const uint8_t *(int)> &blob);
 
 /* Turn the union of flags seen by every rank into the collective's Status. */

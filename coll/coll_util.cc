@@ -73,8 +73,8 @@ Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
 #endif
 }
 
-uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
-                    size_t *plen) {
+template <class T>
+uint8_t coll_encode(CollCtx &c, const CodecParams &p, const T *in, size_t n, uint8_t *out, size_t cap, size_t *plen) {
     /* test-only fault injection (src/base/fault.h): host blobs only */
     const bool host = COMPMPI_FAULT_ON() && c.be == &backend_cpu();
     if (host && fault_fire(FaultKind::encode_fail, FaultWhere::any)) {
@@ -83,14 +83,15 @@ uint8_t coll_encode(CollCtx &c, const CodecParams &p, const float *in, size_t n,
         return BLOB_ABANDON;
     }
     if (host && fault_fire(FaultKind::alloc_throw, FaultWhere::any)) throw std::bad_alloc(); /* as a vector's */
-    const uint8_t flag = c.be->encode(c.be_ctx, *c.codec, p, in, n, out, cap, plen);
+    const uint8_t flag = be_encode(c, *c.codec, p, in, n, out, cap, plen);
     if (host && flag == 0) coll_fault_encoded(out, cap, plen); /* corrupt_blob, truncate_blob, corrupt_payload */
     return flag;
 }
 
-Status coll_stage_down(CollCtx &c, const float *src, size_t n, HostStage &h) {
+template <class T> Status coll_stage_down(CollCtx &c, const T *src, size_t n, HostStage &h) {
     const CodecOps &none = *codec_by_id(static_cast<int>(CodecId::none));
-    const CodecParams np{};
+    CodecParams np{};
+    np.elem = elem_of<T>();
     const size_t cap = blob_max_bytes(none, n, np);
     try {
         h.blob.resize(cap);
@@ -99,17 +100,20 @@ Status coll_stage_down(CollCtx &c, const float *src, size_t n, HostStage &h) {
     }
     h.len = 0;
     /* none carries NaN/Inf verbatim: it never flags */
-    if (c.be->encode(c.be_ctx, none, np, src, n, h.blob.data(), cap, &h.len) != 0) return Status::corrupt;
-    return h.len == kBlobHeaderBytes + n * sizeof(float) ? Status::ok : Status::corrupt;
+    if (be_encode(c, none, np, src, n, h.blob.data(), cap, &h.len) != 0) return Status::corrupt;
+    return h.len == kBlobHeaderBytes + n * sizeof(T) ? Status::ok : Status::corrupt;
 }
 
-Status coll_stage_up(CollCtx &c, HostStage &h, float *dst, size_t n) {
-    return c.be->decode(c.be_ctx, h.blob.data(), h.len, n, dst, false, CodecParams{});
+template <class T> Status coll_stage_up(CollCtx &c, HostStage &h, T *dst, size_t n) {
+    CodecParams np{};
+    np.elem = elem_of<T>();
+    return be_decode(c, h.blob.data(), h.len, n, dst, false, np);
 }
 
-Status coll_upload(CollCtx &c, const float *h, size_t n, float *dst) {
+template <class T> Status coll_upload(CollCtx &c, const T *h, size_t n, T *dst) {
     const CodecOps &none = *codec_by_id(static_cast<int>(CodecId::none));
-    const CodecParams np{};
+    CodecParams np{};
+    np.elem = elem_of<T>();
     HostStage hs;
     try {
         hs.blob.resize(blob_max_bytes(none, n, np));
@@ -120,20 +124,20 @@ Status coll_upload(CollCtx &c, const float *h, size_t n, float *dst) {
     return coll_stage_up(c, hs, dst, n);
 }
 
-int coll_mpi_floats(CollCtx &c, const void *in, float *io, size_t n,
-                    const std::function<int(const void *, float *)> &fn) {
+template <class T>
+int coll_mpi_elems(CollCtx &c, const void *in, T *io, size_t n, const std::function<int(const void *, T *)> &fn) {
     if (!c.stage_mpi) return fn(in, io);
     HostStage hi, ho;
     const bool in_data = in && in != MPI_IN_PLACE;
-    if (in_data && coll_stage_down(c, static_cast<const float *>(in), n, hi) != Status::ok) return MPI_ERR_BUFFER;
+    if (in_data && coll_stage_down(c, static_cast<const T *>(in), n, hi) != Status::ok) return MPI_ERR_BUFFER;
     if (io && coll_stage_down(c, io, n, ho) != Status::ok) return MPI_ERR_BUFFER;
-    const int rc = fn(in_data ? hi.data() : in, io ? ho.data() : nullptr);
+    const int rc = fn(in_data ? hi.data<T>() : in, io ? ho.data<T>() : nullptr);
     if (rc == MPI_SUCCESS && io && coll_stage_up(c, ho, io, n) != Status::ok) return MPI_ERR_BUFFER;
     return rc;
 }
 
 void coll_write_flag(CollCtx &c, const CodecParams &p, size_t n, uint8_t flag, uint8_t *out) {
-    blob_write_header(out, BlobInfo{c.codec->id, flag, p.bits, p.variant, p.param, n, 0});
+    blob_write_header(out, BlobInfo{c.codec->id, flag, p.bits, p.variant, p.param, n, 0, p.elem});
 }
 
 bool coll_quantise_once(const CodecOps &codec) { return codec.id == CodecId::q8 || codec.id == CodecId::qsgd; }
@@ -142,15 +146,16 @@ bool coll_gather_may_sum(const CodecOps &codec) { return coll_quantise_once(code
 
 bool coll_own_encoded(const CodecOps &codec) { return (codec.flags & CODEC_STOCHASTIC) || coll_quantise_once(codec); }
 
-uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const float *own, size_t len, float *acc, size_t cap,
+template <class T>
+uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const T *own, size_t len, T *acc, size_t cap,
                         const std::function<const uint8_t *(int)> &blob) {
     uint8_t flags = 0;
     for (int j = 0; j < c.size && !flags; ++j) {
         if (j == c.rank && !own_encoded) {
-            if (j == 0) c.be->copy(c.be_ctx, acc, own, len);
-            else c.be->add(c.be_ctx, acc, own, len);
+            if (j == 0) be_copy(c, acc, own, len);
+            else be_add(c, acc, own, len);
         } else {
-            Status s = c.be->decode(c.be_ctx, blob(j), cap, len, acc, j > 0, c.params);
+            Status s = be_decode(c, blob(j), cap, len, acc, j > 0, c.params);
             if (s == Status::nonfinite) flags |= BLOB_NONFINITE;
             else if (s != Status::ok) flags |= BLOB_ABANDON;
         }
@@ -164,15 +169,16 @@ Status coll_flag_status(uint8_t flags) {
     return Status::ok;
 }
 
-Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
-    if (!(c.codec->flags & CODEC_SHARED_SCALE) || !c.codec->prepare) return Status::ok;
+template <class T> Status coll_shared_scale(CollCtx &c, const T *in, size_t n) {
+    if (!(c.codec->flags & CODEC_SHARED_SCALE) || !(sizeof(T) == 8 ? c.codec->prepare64 != nullptr : c.codec->prepare != nullptr))
+        return Status::ok;
     double stat = 0;
     float clip_at = 0;
     {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams q = c.params;
         q.clip_out = &clip_at;
-        Status s = c.be->prepare(c.be_ctx, *c.codec, q, in, n, &stat);
+        Status s = be_prepare(c, q, in, n, &stat);
         if (s != Status::ok || !std::isfinite(stat)) stat = HUGE_VAL; /* every rank falls back */
     }
     double all = 0;
@@ -192,19 +198,19 @@ Status coll_shared_scale(CollCtx &c, const float *in, size_t n) {
     return Status::ok;
 }
 
-const float *coll_ef_input(CollCtx &c, const float *in, size_t n) {
+template <class T> const T *coll_ef_input(CollCtx &c, const T *in, size_t n) {
     if (!c.ef_res) return in;
-    float *tmp = c.be->scratch(c.be_ctx, 1, n);
-    if (tmp) c.be->sum(c.be_ctx, tmp, in, c.ef_res, n);
+    T *tmp = be_scratch<T>(c, 1, n);
+    if (tmp) be_sum(c, tmp, in, static_cast<const T *>(c.ef_res), n);
     return tmp;
 }
 
-void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const float *src, size_t n, float *ef_new) {
-    if (c.be->decode(c.be_ctx, blob, cap, n, ef_new, false, c.params) != Status::ok) {
-        c.be->copy(c.be_ctx, ef_new, src, n); /* flagged: the call falls back anyway */
+template <class T> void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const T *src, size_t n, T *ef_new) {
+    if (be_decode(c, blob, cap, n, ef_new, false, c.params) != Status::ok) {
+        be_copy(c, ef_new, src, n); /* flagged: the call falls back anyway */
         return;
     }
-    c.be->sub(c.be_ctx, ef_new, src, ef_new, n);
+    be_sub(c, ef_new, src, ef_new, n);
 }
 
 Status coll_p2p_comm(CollCtx &c, MPI_Comm *out) {
@@ -253,5 +259,21 @@ CollState::~CollState() {
     for (auto &pr : p2p)
         if (pr.second != MPI_COMM_NULL) PMPI_Comm_free(&pr.second);
 }
+
+/* the two element types every algorithm runs on */
+#define COMPMPI_COLL_UTIL(T)                                                                                         \
+    template uint8_t coll_encode(CollCtx &, const CodecParams &, const T *, size_t, uint8_t *, size_t, size_t *);  \
+    template Status coll_stage_down(CollCtx &, const T *, size_t, HostStage &);                                      \
+    template Status coll_stage_up(CollCtx &, HostStage &, T *, size_t);                                              \
+    template Status coll_upload(CollCtx &, const T *, size_t, T *);                                                  \
+    template int coll_mpi_elems(CollCtx &, const void *, T *, size_t, const std::function<int(const void *, T *)> &); \
+    template uint8_t coll_accumulate(CollCtx &, bool, const T *, size_t, T *, size_t,                                \
+                                     const std::function<const uint8_t *(int)> &);                                   \
+    template Status coll_shared_scale(CollCtx &, const T *, size_t);                                                 \
+    template const T *coll_ef_input(CollCtx &, const T *, size_t);                                                   \
+    template void coll_ef_update(CollCtx &, const uint8_t *, size_t, const T *, size_t, T *);
+COMPMPI_COLL_UTIL(float)
+COMPMPI_COLL_UTIL(double)
+#undef COMPMPI_COLL_UTIL
 
 }  // namespace compmpi

@@ -3,7 +3,7 @@
  *
  * Linking -lcompmpi (or LD_PRELOAD=libcompmpi.so) replaces MPI_Allreduce, MPI_Allgather and
  * MPI_Bcast (and their MPI-4 _c forms) through the PMPI profiling interface. Eligible calls
- * (MPI_FLOAT, MPI_SUM for allreduce, intracommunicator, buffer >= min_bytes) are compressed;
+ * (MPI_FLOAT or MPI_DOUBLE, MPI_SUM for allreduce, intracommunicator, buffer >= min_bytes) are compressed;
  * every other call goes to MPI unchanged. This header is the small explicit API; it is only
  * needed to change settings per communicator from code (MPI_Info hints named compmpi_<name>
  * do the same without it).

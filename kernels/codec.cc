@@ -1,4 +1,5 @@
 #include "codec.h"
+#include "error_model.h"
 
 #include <cstring>
 #include <string>
@@ -52,10 +53,17 @@ const char *codec_names() {
     return names.c_str();
 }
 
-bool codec_bits_ok(const CodecOps &c, int bits) {
+bool codec_bits_ok(const CodecOps &c, int bits, Elem e) {
     if (bits == 0) return true;
-    if (c.bits_step == 0) return false;
-    return bits >= c.bits_min && bits <= c.bits_max && (bits - c.bits_min) % c.bits_step == 0;
+    const bool d = e == Elem::f64;
+    const int step = d ? c.bits64_step : c.bits_step, lo = d ? c.bits64_min : c.bits_min,
+              hi = d ? c.bits64_max : c.bits_max;
+    if (step == 0) return false;
+    return bits >= lo && bits <= hi && (bits - lo) % step == 0;
+}
+
+int codec_bits_for(const CodecOps &c, int bits, Elem e) {
+    return bits ? bits : e == Elem::f64 ? c.bits64_default : c.bits_default;
 }
 
 size_t blob_max_bytes(const CodecOps &c, size_t n, const CodecParams &p) {
@@ -69,18 +77,45 @@ void blob_write_header(uint8_t *out, const BlobInfo &info) {
     out[6] = info.flags;
     out[7] = info.bits;
     out[8] = info.variant;
-    out[9] = out[10] = out[11] = 0;
+    out[9] = static_cast<uint8_t>(info.elem);
+    out[10] = out[11] = 0;
     put32(out + 12, info.param);
     put64(out + 16, info.count);
     put64(out + 24, info.payload);
 }
 
-Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out,
-                   size_t cap, size_t *len) {
+namespace {
+Status encode_elems(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
+                    size_t *len) {
+    return p.elem == Elem::f32 ? c.encode(in, n, p, out, cap, len) : Status::invalid_arg;
+}
+Status encode_elems(const CodecOps &c, const CodecParams &p, const double *in, size_t n, uint8_t *out, size_t cap,
+                    size_t *len) {
+    return p.elem == Elem::f64 && c.encode64 ? c.encode64(in, n, p, out, cap, len) : Status::invalid_arg;
+}
+Status decode_elems(const CodecOps &c, const CodecParams &p, const uint8_t *in, size_t len, size_t n, float *out,
+                    bool add) {
+    return add ? c.decode_add(in, len, n, p, out) : c.decode(in, len, n, p, out);
+}
+Status decode_elems(const CodecOps &c, const CodecParams &p, const uint8_t *in, size_t len, size_t n, double *out,
+                    bool add) {
+    return add ? c.decode_add64(in, len, n, p, out) : c.decode64(in, len, n, p, out);
+}
+constexpr Elem elem_of(const float *) { return Elem::f32; }
+constexpr Elem elem_of(const double *) { return Elem::f64; }
+
+template <class T>
+Status blob_encode_t(const CodecOps &c, const CodecParams &p, const T *in, size_t n, uint8_t *out, size_t cap,
+                     size_t *len) {
     if (cap < kBlobHeaderBytes) return Status::invalid_arg;
-    BlobInfo info{c.id, 0, p.bits, p.variant, p.param, n, 0};
+    BlobInfo info{c.id, 0, p.bits, p.variant, p.param, n, 0, p.elem};
     size_t plen = 0;
-    Status s = c.encode(in, n, p, out + kBlobHeaderBytes, cap - kBlobHeaderBytes, &plen);
+    /* error-bounded mode, relative bound (src/runtime/bound.h): a value outside the codec's
+     * relative model (a subnormal, or near the overflow) sends these values the exact way,
+     * like NaN/Inf */
+    Status s = p.range_hi > 0 && outside_range_any(in, n, p.range_lo, p.range_hi)
+                   ? Status::nonfinite
+                   : encode_elems(c, p, in, n, out + kBlobHeaderBytes, cap - kBlobHeaderBytes, &plen);
     if (s == Status::nonfinite) {
         info.flags = BLOB_NONFINITE;
         blob_write_header(out, info);
@@ -94,10 +129,39 @@ Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, siz
     return Status::ok;
 }
 
+template <class T>
+Status blob_decode_t(const uint8_t *blob, size_t avail, size_t expect_count, T *out, bool accumulate, SimdLevel simd,
+                     int threads) {
+    BlobInfo info;
+    CMPI_CHECK(blob_peek(blob, avail, expect_count, &info));
+    if (info.elem != elem_of(out)) return Status::corrupt;
+    if (info.flags & BLOB_ABANDON) return Status::corrupt;
+    if (info.flags & BLOB_NONFINITE) return Status::nonfinite;
+    const CodecOps *c = codec_by_id(static_cast<int>(info.codec));
+    CodecParams p;
+    p.bits = info.bits;
+    p.variant = info.variant;
+    p.param = info.param;
+    p.elem = info.elem;
+    p.simd = simd;
+    p.threads = threads;
+    return decode_elems(*c, p, blob + kBlobHeaderBytes, info.payload, info.count, out, accumulate);
+}
+}  // namespace
+
+Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out, size_t cap,
+                   size_t *len) {
+    return blob_encode_t(c, p, in, n, out, cap, len);
+}
+Status blob_encode(const CodecOps &c, const CodecParams &p, const double *in, size_t n, uint8_t *out, size_t cap,
+                   size_t *len) {
+    return blob_encode_t(c, p, in, n, out, cap, len);
+}
+
 Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInfo *info) {
     if (avail < kBlobHeaderBytes) return Status::corrupt;
     if (get32(blob) != kBlobMagic || blob[4] != kBlobVersion) return Status::corrupt;
-    if (blob[9] | blob[10] | blob[11]) return Status::corrupt;
+    if (blob[9] > static_cast<uint8_t>(Elem::f64) || (blob[10] | blob[11])) return Status::corrupt;
     const CodecOps *c = codec_by_id(blob[5]);
     if (!c) return Status::corrupt;
     BlobInfo i;
@@ -108,20 +172,23 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
     i.param = get32(blob + 12);
     i.count = get64(blob + 16);
     i.payload = get64(blob + 24);
+    i.elem = static_cast<Elem>(blob[9]);
     if (i.flags & ~BLOB_FLAGS) return Status::corrupt;
     if (i.count != expect_count || i.count > kBlobMaxCount) return Status::corrupt;
     if (i.payload > avail - kBlobHeaderBytes) return Status::corrupt;
     if (i.flags) {
         if (i.payload != 0) return Status::corrupt;
     } else {
+        if (!codec_has_elem(*c, i.elem)) return Status::corrupt;
         CodecParams p;
         p.bits = i.bits;
         p.variant = i.variant;
         p.param = i.param;
+        p.elem = i.elem;
         if (c->check(p) != Status::ok) return Status::corrupt;
         size_t maxp = c->max_payload(i.count, p);
         if (i.payload > maxp) return Status::corrupt;
-        if (!(c->flags & CODEC_SPARSE) && i.payload != maxp) return Status::corrupt;
+        if (!codec_variable_payload(*c, p) && i.payload != maxp) return Status::corrupt;
     }
     *info = i;
     return Status::ok;
@@ -129,26 +196,24 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
 
 Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, float *out, bool accumulate,
                    SimdLevel simd, int threads) {
-    BlobInfo info;
-    CMPI_CHECK(blob_peek(blob, avail, expect_count, &info));
-    if (info.flags & BLOB_ABANDON) return Status::corrupt;
-    if (info.flags & BLOB_NONFINITE) return Status::nonfinite;
-    const CodecOps *c = codec_by_id(static_cast<int>(info.codec));
-    CodecParams p;
-    p.bits = info.bits;
-    p.variant = info.variant;
-    p.param = info.param;
-    p.simd = simd;
-    p.threads = threads;
-    const uint8_t *payload = blob + kBlobHeaderBytes;
-    return accumulate ? c->decode_add(payload, info.payload, info.count, p, out)
-                      : c->decode(payload, info.payload, info.count, p, out);
+    return blob_decode_t(blob, avail, expect_count, out, accumulate, simd, threads);
+}
+Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, double *out, bool accumulate,
+                   SimdLevel simd, int threads) {
+    return blob_decode_t(blob, avail, expect_count, out, accumulate, simd, threads);
 }
 
 bool any_nonfinite(const float *x, size_t n) {
     const uint32_t *u = reinterpret_cast<const uint32_t *>(x);
     uint32_t bad = 0;
     for (size_t i = 0; i < n; ++i) bad |= static_cast<uint32_t>((u[i] & 0x7F800000u) == 0x7F800000u);
+    return bad != 0;
+}
+
+bool any_nonfinite(const double *x, size_t n) {
+    const uint64_t *u = reinterpret_cast<const uint64_t *>(x);
+    uint64_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad |= static_cast<uint64_t>((u[i] & 0x7FF0000000000000ull) == 0x7FF0000000000000ull);
     return bad != 0;
 }
 

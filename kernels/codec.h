@@ -12,9 +12,11 @@
  *                       rank falls back to the exact path for this call
  *   7   1    bits       codec bit width (0 if none)
  *   8   1    variant    codec variant (bitpack rounding, q8 type, ...)
- *   9   3    reserved   zero
+ *   9   1    elem       element type of the data: 0 fp32, 1 fp64 (Elem); a decoder for one type
+ *                       refuses a blob of the other
+ *   10  2    reserved   zero
  *   12  4    param      codec parameter (e.g. float bits of theta), 0 if none
- *   16  8    count      number of fp32 elements encoded
+ *   16  8    count      number of elements encoded
  *   24  8    payload    payload bytes that follow the header
  *
  * A decoder checks every field before it reads a payload byte: bad magic/version/codec,
@@ -43,12 +45,19 @@ inline constexpr uint8_t BLOB_FLAGS = BLOB_NONFINITE | BLOB_ABANDON;
  * claiming 2^62 elements had a 32-bit payload bound of 2^64 = 0 bytes and passed. */
 inline constexpr uint64_t kBlobMaxCount = uint64_t{1} << 56;
 
+/* The element type of a call's data, and of a blob (header byte 9). fp32 is 0: every fp32 blob
+ * is the same bytes it always was. */
+enum class Elem : uint8_t { f32 = 0, f64 = 1 };
+inline constexpr size_t elem_bytes(Elem e) { return e == Elem::f64 ? 8 : 4; }
+inline const char *elem_name(Elem e) { return e == Elem::f64 ? "fp64" : "fp32"; }
+
 /* Everything a codec needs besides the data. bits/variant/param travel in the header;
  * the rest is encode-side context only. */
 struct CodecParams {
     uint8_t bits = 0;
     uint8_t variant = 0;
     uint32_t param = 0;
+    Elem elem = Elem::f32; /* travels in the header too: check() and max_payload() answer for it */
     /* encode-side context, never on the wire */
     double shared_scale = 0; /* agreed across ranks (MAX) for codecs with CODEC_SHARED_SCALE */
     uint64_t seed = 0;       /* stochastic codecs: counter-based RNG key (seed, rank, call) */
@@ -72,6 +81,10 @@ struct CodecParams {
      * may write a segment) is at least stream_store_min_bytes() in host memory, so decoders
      * may write it with non-temporal stores (terngrad's paired decode does); same values */
     bool stream_out = false;
+    /* error-bounded mode, relative bound (src/runtime/bound.h): the collective encodes a value
+     * only if every nonzero |y| lies in [range_lo, range_hi], else the exact path takes it
+     * (coll_encode); range_hi = 0: no check */
+    double range_lo = 0, range_hi = 0;
     SimdLevel simd = SimdLevel::scalar;
     int threads = 1;
 };
@@ -84,6 +97,16 @@ enum CodecFlags : uint32_t {
     CODEC_ADAPTIVE_BITS = 1u << 4, /* the awp policy may change bits */
     CODEC_SPATIAL_SPARSE = 1u << 5, /* decoded data is sparse in its own domain (topk, sparse):
                                        the allreduce may sum exact sparse partial sums */
+    CODEC_FP64_ONLY = 1u << 6,      /* has no fp32 form (fp32: narrowing doubles): its check()
+                                       refuses Elem::f32, encode of floats is unsupported */
+    /* Some parameter sets (variants) give a payload whose size depends on the data, the others
+     * an exact one (zfp: fixed-accuracy vs fixed-rate). CodecOps::variable_payload says which;
+     * codec_variable_payload() answers for any codec. Where it is true, max_payload is an upper
+     * bound (blob_peek accepts any payload up to it), and a collective must treat the call as
+     * it treats a CODEC_SPARSE codec: exchange the actual sizes (allgather of variable-size
+     * blobs) rather than count on max_payload bytes, or at least accept blobs shorter than
+     * their max_payload slot. */
+    CODEC_VARIABLE_VARIANT = 1u << 7,
 };
 
 struct CodecOps {
@@ -126,28 +149,77 @@ struct CodecOps {
      * segments passes it in p.fixed_scale: each segment then encodes exactly as the whole
      * would (the same bytes for its elements). nullptr: encode has no such scale. */
     Status (*whole_scale)(const float *in, size_t n, const CodecParams &p, float *scale);
+
+    /* ---- fp64 (p.elem == Elem::f64): the same contracts on doubles, in the codec's own fp64
+     * payload format. nullptr encode64: the codec has no fp64 form, and a call on doubles with
+     * it goes to MPI unchanged (eligibility reason `codec_no_fp64`). A codec with encode64 has
+     * decode64 and decode_add64; the others are optional as their fp32 counterparts. bits64_*:
+     * the widths it accepts on doubles (0 = none), as bits_* for floats. */
+    uint8_t bits64_default, bits64_min, bits64_max, bits64_step;
+    Status (*prepare64)(const double *in, size_t n, const CodecParams &p, double *stat);
+    Status (*encode64)(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len);
+    Status (*decode64)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out);
+    Status (*decode_add64)(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc);
+    Status (*decode_sum64)(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                           double *out);
+    Status (*whole_scale64)(const double *in, size_t n, const CodecParams &p, float *scale);
+
+    /* Optional (CODEC_VARIABLE_VARIANT): whether payloads with these parameters (bits, variant,
+     * param, elem) vary in size with the data. nullptr: the flag CODEC_SPARSE alone says. */
+    bool (*variable_payload)(const CodecParams &p);
 };
+
+/* Whether a payload of codec c with parameters p may be shorter than max_payload (its size
+ * depends on the data): every CODEC_SPARSE codec, and a CODEC_VARIABLE_VARIANT codec for the
+ * variants it names. Otherwise max_payload is the exact size and blob_peek insists on it. */
+inline bool codec_variable_payload(const CodecOps &c, const CodecParams &p) {
+    if (c.flags & CODEC_SPARSE) return true;
+    return (c.flags & CODEC_VARIABLE_VARIANT) && c.variable_payload && c.variable_payload(p);
+}
+
+/* Whether codec c can encode elements of type e. */
+inline bool codec_has_elem(const CodecOps &c, Elem e) {
+    return e == Elem::f32 ? !(c.flags & CODEC_FP64_ONLY) : c.encode64 != nullptr;
+}
+/* The codec's decode_sum (decode_sum64) for the element type, where it has one. */
+inline bool codec_has_decode_sum(const CodecOps &c, Elem e) {
+    return e == Elem::f64 ? c.decode_sum64 != nullptr : c.decode_sum != nullptr;
+}
+inline Status codec_decode_sum(const CodecOps &c, const uint8_t *const *in, const size_t *len, int cnt, size_t n,
+                               const CodecParams &p, float *out) {
+    return c.decode_sum(in, len, cnt, n, p, out);
+}
+inline Status codec_decode_sum(const CodecOps &c, const uint8_t *const *in, const size_t *len, int cnt, size_t n,
+                               const CodecParams &p, double *out) {
+    return c.decode_sum64(in, len, cnt, n, p, out);
+}
 
 /* Registry (kernels/codec.cc): lookup by id or name; nullptr if unknown. */
 const CodecOps *codec_by_id(int id);
 const CodecOps *codec_by_name(const char *name);
 /* "none|bitpack|..." for messages and docs. */
 const char *codec_names();
-/* Whether bits is acceptable for this codec (0 means the default). */
-bool codec_bits_ok(const CodecOps &c, int bits);
+/* Whether bits is acceptable for this codec on elements of type e (0 means the default). */
+bool codec_bits_ok(const CodecOps &c, int bits, Elem e = Elem::f32);
+/* The width bits means for elements of type e: the codec's default for 0. */
+int codec_bits_for(const CodecOps &c, int bits, Elem e);
 
 struct BlobInfo {
     CodecId codec;
     uint8_t flags, bits, variant;
     uint32_t param;
     uint64_t count, payload;
+    Elem elem = Elem::f32;
 };
 
 /* Header + worst-case payload. */
 size_t blob_max_bytes(const CodecOps &c, size_t n, const CodecParams &p);
-/* Encode n floats into a blob; *len = header + payload. If the data holds NaN/Inf, writes a
- * header flagged BLOB_NONFINITE with an empty payload and returns Status::nonfinite. */
+/* Encode n floats (doubles: p.elem must be Elem::f64) into a blob; *len = header + payload.
+ * If the data holds NaN/Inf, writes a header flagged BLOB_NONFINITE with an empty payload and
+ * returns Status::nonfinite. */
 Status blob_encode(const CodecOps &c, const CodecParams &p, const float *in, size_t n, uint8_t *out,
+                   size_t cap, size_t *len);
+Status blob_encode(const CodecOps &c, const CodecParams &p, const double *in, size_t n, uint8_t *out,
                    size_t cap, size_t *len);
 /* Parse and validate a header against the bytes available and the expected count. */
 Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInfo *info);
@@ -155,11 +227,15 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
  * Status::nonfinite, an ABANDON blob Status::corrupt; neither writes out. */
 Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, float *out, bool accumulate,
                    SimdLevel simd, int threads);
+/* The same for a blob of doubles; a blob of the other element type is Status::corrupt (both). */
+Status blob_decode(const uint8_t *blob, size_t avail, size_t expect_count, double *out, bool accumulate,
+                   SimdLevel simd, int threads);
 /* Write a header alone (used for flagged blobs). */
 void blob_write_header(uint8_t *out, const BlobInfo &info);
 
 /* Helpers shared by codecs */
-/* true if any of n floats is NaN or Inf */
+/* true if any of n floats (doubles) is NaN or Inf */
 bool any_nonfinite(const float *x, size_t n);
+bool any_nonfinite(const double *x, size_t n);
 
 }  // namespace compmpi

@@ -11,7 +11,7 @@ namespace {
 constexpr size_t kNormBlock = 1 << 14;
 }  // namespace
 
-double l2_norm_det(const float *x, size_t n, int threads) {
+template <class T> double l2_norm_t(const T *x, size_t n, int threads) {
     const size_t nb = (n + kNormBlock - 1) / kNormBlock;
     std::vector<double> part(nb);
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= (1u << 18) && threads > 1)
@@ -28,5 +28,8 @@ double l2_norm_det(const float *x, size_t n, int threads) {
     for (double v : part) s += v;
     return std::sqrt(s);
 }
+
+double l2_norm_det(const float *x, size_t n, int threads) { return l2_norm_t(x, n, threads); }
+double l2_norm_det(const double *x, size_t n, int threads) { return l2_norm_t(x, n, threads); }
 
 }  // namespace compmpi

@@ -8,5 +8,7 @@
 namespace compmpi {
 
 double l2_norm_det(const float *x, size_t n, int threads);
+/* The same for doubles (each square summed in double: exact products are not needed for a norm). */
+double l2_norm_det(const double *x, size_t n, int threads);
 
 }  // namespace compmpi

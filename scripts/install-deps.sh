@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what libcompmpi needs on Debian 12 (idempotent; root or sudo).
 #   build:    MPICH and Open MPI (each is called by its own names, mpicc.mpich,
-#             mpicc.openmpi, ...), autotools, OpenMP (gcc), hwloc, FFTW, CMocka, pkg-config
+#             mpicc.openmpi, ...), autotools, OpenMP (gcc), hwloc, FFTW, ZFP 1.0 (the zfp
+#             codec), CMocka, pkg-config
 #   tests:    valgrind; clang 14 with its sanitizer runtimes and LLVM's OpenMP (the ASan/UBSan,
 #             TSan and libFuzzer builds of scripts/test-hardening.sh), gfortran (the Fortran
 #             test program), iproute2 (network namespaces of bench/netem)
@@ -14,7 +15,7 @@
 # plain mpicc/mpiexec) stay as the packages set them.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
-      mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libcmocka-dev
+      mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libzfp-dev libcmocka-dev
       valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
       python3-mpi4py python3-torch python3-numpy
       libsimgrid-dev)

@@ -80,6 +80,21 @@ if $py -c 'import mpi4py' 2>/dev/null; then
     else
         bad "mpi4py + libcompmpi_openmpi.so (exit $rc)"; sed 's/^/      | /' "$tmp/out" "$tmp/err" | tail -30
     fi
+    # a user of doubles (issue 30): numpy float64 through mpi4py, error_bound, the bound checked
+    # by the script against an exact reference (examples/mpi4py_float64.py)
+    for eb in rel:1e-6 abs:1e-4; do
+        MPI_ENV=(LD_PRELOAD="$olib" COMPMPI_ERROR_BOUND=$eb COMPMPI_STATS=1 COMPMPI_THREADS=1 COMPMPI_COST_MODEL=off)
+        mpi_launch 3 -- $py "$src/examples/mpi4py_float64.py" 20000 3
+        timeout -k 5 120 "${MPI_CMD[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
+        rc=$?
+        if [ $rc = 0 ] && grep -q "bound held" "$tmp/out" &&
+            grep -Eq "compmpi-stats: coll=allreduce compressed=[1-9]" "$tmp/err" &&
+            grep -Eq "compmpi-stats: coll=bcast compressed=[1-9]" "$tmp/err"; then
+            ok "mpi4py float64 example, 3 ranks, error_bound=$eb: compressed, $(grep -o 'largest error [^ ]*' "$tmp/out") of the bound"
+        else
+            bad "mpi4py float64 example, error_bound=$eb (exit $rc)"; sed 's/^/      | /' "$tmp/out" "$tmp/err" | tail -30
+        fi
+    done
     # a process that never finalizes (mpi4py.rc.finalize = False): Open MPI itself reports
     # the improper exit; with libcompmpi preloaded the job must end the same way, not hang
     nofin='import mpi4py; mpi4py.rc.finalize = False

@@ -3,9 +3,12 @@ UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound
 TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound
+tests_unit_test_bound_SOURCES = tests/unit/test_bound.cc tests/unit/testutil.h
+tests_unit_test_bound_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_bound_LDADD = $(UNIT_LDADD)
 tests_unit_test_verdict_SOURCES = tests/unit/test_verdict.cc tests/unit/testutil.h
 tests_unit_test_verdict_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_verdict_LDADD = $(UNIT_LDADD)
@@ -200,3 +203,13 @@ MPITEST_PROGS += tests/mpi/t_fft_sum
 tests_mpi_t_fft_sum_SOURCES = tests/mpi/t_fft_sum.c tests/mpi/mpitest.h
 tests_mpi_t_fft_sum_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_fft_sum_LDFLAGS = $(MPITEST_NOINSTALL)
+# error_bound: the bound holds for every element of every result (docs/error_bound.md)
+MPITEST_PROGS += tests/mpi/t_error_bound
+tests_mpi_t_error_bound_SOURCES = tests/mpi/t_error_bound.c tests/mpi/mpitest.h
+tests_mpi_t_error_bound_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_error_bound_LDFLAGS = $(MPITEST_NOINSTALL)
+# doubles through every entry point (issue 30)
+MPITEST_PROGS += tests/mpi/t_fp64
+tests_mpi_t_fp64_SOURCES = tests/mpi/t_fp64.c tests/mpi/mpitest.h
+tests_mpi_t_fp64_LDADD = $(COMPMPI_LA) -lm
+tests_mpi_t_fp64_LDFLAGS = $(MPITEST_NOINSTALL)

@@ -178,7 +178,8 @@ Status model_choice(CollCtx &c, size_t n, int *verdict) {
     return Status::ok;
 }
 
-Status run(CollCtx &c, const float *in, float *out, size_t n, bool halving) {
+template <class T>
+Status run(CollCtx &c, const T *in, T *out, size_t n, bool halving) {
     if (!halving) return coll_allreduce_twophase(c, in, out, n);
     c.stats->halving++;
     return coll_allreduce_halving(c, in, out, n);
@@ -186,7 +187,8 @@ Status run(CollCtx &c, const float *in, float *out, size_t n, bool halving) {
 
 /* One explored call: barrier, the algorithm, its time agreed by MAX (only when it succeeded:
  * the status is the same on every rank). */
-Status explore(CollCtx &c, CollState::AutoChoice &e, const float *in, float *out, size_t n) {
+template <class T>
+Status explore(CollCtx &c, CollState::AutoChoice &e, const T *in, T *out, size_t n) {
     MPI_Comm comm;
     CMPI_CHECK(coll_p2p_comm(c, &comm));
     const int alg = e.explored % 2;
@@ -230,7 +232,8 @@ Status allreduce_use_halving(CollCtx &c, size_t n, int nodes, bool *halving) {
     return Status::ok;
 }
 
-Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, int nodes) {
+template <class T>
+Status coll_allreduce_dense(CollCtx &c, const T *in, T *out, size_t n, int nodes) {
     const bool autom = c.settings->allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "auto");
     if (!autom || nodes <= 1 || c.size < 4) {
         bool halving = false;
@@ -244,5 +247,8 @@ Status coll_allreduce_dense(CollCtx &c, const float *in, float *out, size_t n, i
     if (v >= 0 || !e) return run(c, in, out, n, v == 1);
     return explore(c, *e, in, out, n);
 }
+
+template Status coll_allreduce_dense(CollCtx &, const float *, float *, size_t, int);
+template Status coll_allreduce_dense(CollCtx &, const double *, double *, size_t, int);
 
 }  // namespace compmpi

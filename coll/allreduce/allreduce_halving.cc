@@ -171,11 +171,12 @@ uint8_t status_flag(Status s) {
 
 }  // namespace
 
-Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n) {
+template <class T>
+Status coll_allreduce_halving(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size, r = c.rank;
     c.params.nranks = P;
     if (P < 2) return Status::unsupported;
-    const float *src = coll_ef_input(c, in, n);
+    const T *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer (terngrad: scaler and cσ) */
     const Plan pl = make_plan(c, n);
@@ -195,14 +196,14 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
     uint8_t *sendb = c.ws->send.get(2 * smax);
     uint8_t *recvb = sendb ? sendb + smax : nullptr;
     uint8_t *slots = c.ws->recv.get(pl.fin * static_cast<size_t>(Q));
-    float *acc = c.be->scratch(c.be_ctx, 0, n);
-    float *d = c.ef_new ? c.be->scratch(c.be_ctx, 2, n) : nullptr;
+    T *acc = be_scratch<T>(c, 0, n);
+    T *d = c.ef_new ? be_scratch<T>(c, 2, n) : nullptr;
     if (!sendb || !slots || !acc || (c.ef_new && !d)) return Status::no_memory;
     uint8_t flags = 0;
     const uint64_t call = c.st->calls;
 
     /* encode n floats at x with e into blob (stride cap); error feedback: ef_new[lo..) += x - D(blob) */
-    auto encode = [&](const Enc &e, int phase, int chunk, const float *x, size_t len, uint8_t *blob, size_t cap,
+    auto encode = [&](const Enc &e, int phase, int chunk, const T *x, size_t len, uint8_t *blob, size_t cap,
                       size_t ef_lo) {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = e.p;
@@ -212,26 +213,26 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
             blob_write_header(blob, BlobInfo{e.codec->id, flags, p.bits, p.variant, p.param, len, 0});
             f = flags;
         } else {
-            f = c.be->encode(c.be_ctx, *e.codec, p, x, len, blob, cap, nullptr);
+            f = be_encode(c, *e.codec, p, x, len, blob, cap, nullptr);
         }
         if (c.ef_new && !f && !(e.codec->flags & CODEC_LOSSLESS)) {
             coll_ef_update(c, blob, cap, x, len, d);
-            c.be->add(c.be_ctx, c.ef_new + ef_lo, d, len);
+            be_add(c, ef_new_t<T>(c) + ef_lo, d, len);
         }
         flags |= f;
     };
-    auto decode = [&](const uint8_t *blob, size_t cap, size_t len, float *dst, bool accumulate) {
+    auto decode = [&](const uint8_t *blob, size_t cap, size_t len, T *dst, bool accumulate) {
         ScopedTimer t(c.stats->ns_decode);
         if (flags) return;
         BlobInfo info;
         Status s = blob_peek(blob, cap, len, &info);
         if (s == Status::ok && info.flags) s = info.flags & BLOB_ABANDON ? Status::corrupt : Status::nonfinite;
-        if (s == Status::ok) s = c.be->decode(c.be_ctx, blob, cap, len, dst, accumulate, c.params);
+        if (s == Status::ok) s = be_decode(c, blob, cap, len, dst, accumulate, c.params);
         flags |= status_flag(s);
     };
     /* error feedback starts at zero; encode() adds what each blob of ours failed to carry */
-    if (c.ef_new) c.be->sub(c.be_ctx, c.ef_new, src, src, n);
-    const size_t unc = n * sizeof(float);
+    if (c.ef_new) be_sub(c, ef_new_t<T>(c), src, src, n);
+    const size_t unc = n * sizeof(T);
 
     if (extra) {
         /* fold: the whole contribution, quantised once, to the partner; the result back */
@@ -249,7 +250,7 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
                 encode(e1, 1, 0, src, n, sendb, pl.fold, 0);
                 decode(sendb, pl.fold, n, acc, false);
             } else {
-                c.be->copy(c.be_ctx, acc, src, n);
+                be_copy(c, acc, src, n);
             }
             decode(recvb, pl.fold, n, acc, true);
         }
@@ -270,14 +271,14 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
                     encode(e1, 1, ka, src + klo, klen, recvb, S, klo);
                     decode(recvb, S, klen, acc + klo, false);
                 } else {
-                    c.be->copy(c.be_ctx, acc + klo, src + klo, klen);
+                    be_copy(c, acc + klo, src + klo, klen);
                 }
             } else {
                 const Enc e = sum_params(c, std::min(P, pl.m << s));
                 encode(e, 2, s * Q + sa, acc + slo, slen, sendb, S, slo);
             }
             c.stats->bytes_wire += S;
-            c.stats->bytes_uncompressed_wire += slen * sizeof(float);
+            c.stats->bytes_uncompressed_wire += slen * sizeof(T);
             CMPI_CHECK(sendrecv(c, comm, sendb, S, peer, recvb, S, peer));
             decode(recvb, S, klen, acc + klo, true);
             ca = ka;
@@ -293,7 +294,7 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
             const int mine = nr / mask * mask, theirs = pn / mask * mask;
             const size_t b = pl.fin * static_cast<size_t>(mask);
             c.stats->bytes_wire += b;
-            c.stats->bytes_uncompressed_wire += static_cast<size_t>(mask) * pl.base * sizeof(float);
+            c.stats->bytes_uncompressed_wire += static_cast<size_t>(mask) * pl.base * sizeof(T);
             CMPI_CHECK(sendrecv(c, comm, slots + pl.fin * mine, b, peer, slots + pl.fin * theirs, b, peer));
         }
         if (absorbs) {
@@ -314,7 +315,7 @@ Status coll_allreduce_halving(CollCtx &c, const float *in, float *out, size_t n)
     for (int j = 0; j < Q; ++j) {
         size_t lo, len;
         chunk_range(n, Q, j, &lo, &len);
-        CMPI_CHECK(c.be->decode(c.be_ctx, slots + pl.fin * j, pl.fin, len, out + lo, false, c.params));
+        CMPI_CHECK(be_decode(c, slots + pl.fin * j, pl.fin, len, out + lo, false, c.params));
     }
     return Status::ok;
 }
@@ -332,5 +333,8 @@ AllreduceCost allreduce_halving_cost(const CollCtx &c, size_t n) {
     k.bytes = b;
     return k;
 }
+
+template Status coll_allreduce_halving(CollCtx &, const float *, float *, size_t);
+template Status coll_allreduce_halving(CollCtx &, const double *, double *, size_t);
 
 }  // namespace compmpi

@@ -34,9 +34,11 @@ namespace compmpi {
 namespace {
 
 /* dst = src clamped to [-cs, cs] (cs = +inf: a copy), in the backend's memory. */
-Status clamp_copy(CollCtx &c, const float *src, size_t n, float cs, float *dst) {
-    auto clamp = [cs](const float *x, float *y, size_t m) {
-        for (size_t i = 0; i < m; ++i) y[i] = std::min(std::max(x[i], -cs), cs);
+template <class T>
+Status clamp_copy(CollCtx &c, const T *src, size_t n, float cs, T *dst) {
+    auto clamp = [cs](const T *x, T *y, size_t m) {
+        const T lim = static_cast<T>(cs);
+        for (size_t i = 0; i < m; ++i) y[i] = std::min(std::max(x[i], -lim), lim);
     };
     if (c.be == &backend_cpu() && !c.stage_mpi) {
         clamp(src, dst, n);
@@ -46,21 +48,22 @@ Status clamp_copy(CollCtx &c, const float *src, size_t n, float cs, float *dst) 
      * this path too under the test-only COMPMPI_FAULT=stage_mpi, so CI runs it */
     HostStage hs;
     CMPI_CHECK(coll_stage_down(c, src, n, hs));
-    clamp(hs.data(), hs.data(), n);
+    clamp(hs.data<T>(), hs.data<T>(), n);
     return coll_stage_up(c, hs, dst, n);
 }
 
 /* dst = src clipped at this rank's threshold (prepare() on its whole contribution). A
  * MAX-allreduce over c.comm then tells every rank whether some rank's data holds NaN/Inf or
  * failed locally: nonfinite on every rank then, before anything is written. */
-Status clip_contribution(CollCtx &c, const float *src, size_t n, float *dst) {
+template <class T>
+Status clip_contribution(CollCtx &c, const T *src, size_t n, T *dst) {
     double stat = 0;
     {
         ScopedTimer t(c.stats->ns_encode);
         float cs = 0;
         CodecParams q = c.params;
         q.clip_out = &cs;
-        Status s = c.be->prepare(c.be_ctx, *c.codec, q, src, n, &stat);
+        Status s = be_prepare(c, q, src, n, &stat);
         if (s != Status::ok || !std::isfinite(stat) || !(cs > 0) || clamp_copy(c, src, n, cs, dst) != Status::ok)
             stat = HUGE_VAL;
     }
@@ -109,7 +112,8 @@ bool coll_hierarchy(CollState &cs, const Settings &s, MPI_Comm comm, int rank, H
 }
 
 
-Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, size_t n, const HierComms &h,
+template <class T>
+Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size_t n, const HierComms &h,
                                    bool sparse) {
     if (n > INT_MAX) return Status::unsupported;
     c.stats->hierarchical++;
@@ -118,8 +122,8 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
     const void *contrib = sendbuf; /* what enters the node reduce (MPI_IN_PLACE: out) */
     const bool clip = !sparse && c.codec->prepare && c.params.clip > 0;
     if (clip) {
-        const float *mine = sendbuf == MPI_IN_PLACE ? out : static_cast<const float *>(sendbuf);
-        float *clipped = c.be->scratch(c.be_ctx, 3, n);
+        const T *mine = sendbuf == MPI_IN_PLACE ? out : static_cast<const T *>(sendbuf);
+        T *clipped = be_scratch<T>(c, 3, n);
         if (!clipped) return Status::no_memory;
         CMPI_CHECK(clip_contribution(c, mine, n, clipped));
         contrib = clipped;
@@ -127,12 +131,12 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
     {
         ScopedTimer t(c.stats->ns_comm);
         if (h.node_rank == 0)
-            rc = coll_mpi_floats(c, contrib, out, n, [&](const void *s_, float *o_) {
-                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, o_, cnt, MPI_FLOAT, MPI_SUM, 0, h.node));
+            rc = coll_mpi_elems<T>(c, contrib, out, n, [&](const void *s_, T *o_) {
+                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, o_, cnt, mpi_elem<T>(), MPI_SUM, 0, h.node));
             });
         else
-            rc = coll_mpi_floats(c, contrib == MPI_IN_PLACE ? out : contrib, nullptr, n, [&](const void *s_, float *) {
-                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, nullptr, cnt, MPI_FLOAT, MPI_SUM, 0, h.node));
+            rc = coll_mpi_elems<T>(c, contrib == MPI_IN_PLACE ? out : contrib, nullptr, n, [&](const void *s_, T *) {
+                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, nullptr, cnt, mpi_elem<T>(), MPI_SUM, 0, h.node));
             });
     }
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
@@ -154,22 +158,25 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, float *out, 
         if (s == Status::nonfinite || s == Status::corrupt) {
             c.fallback_reason |= s == Status::nonfinite ? BLOB_NONFINITE : BLOB_ABANDON;
             ScopedTimer t(c.stats->ns_comm);
-            rc = coll_mpi_floats(c, MPI_IN_PLACE, out, n, [&](const void *, float *o_) {
-                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(MPI_IN_PLACE, o_, cnt, MPI_FLOAT, MPI_SUM, h.leaders));
+            rc = coll_mpi_elems<T>(c, MPI_IN_PLACE, out, n, [&](const void *, T *o_) {
+                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(MPI_IN_PLACE, o_, cnt, mpi_elem<T>(), MPI_SUM, h.leaders));
             });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-            if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new, c.ef_res, n); /* residual still owed */
+            if (c.ef_new) be_copy(c, ef_new_t<T>(c), ef_res_t<T>(c), n); /* residual still owed */
             s = Status::ok;
         }
     }
     /* a leader's MPI error must not leave its node waiting in the broadcast */
     if (s != Status::ok && s != Status::mpi_error) return s;
     ScopedTimer t(c.stats->ns_comm);
-    rc = coll_mpi_floats(c, nullptr, out, n, [&](const void *, float *o_) {
-        return COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(o_, cnt, MPI_FLOAT, 0, h.node));
+    rc = coll_mpi_elems<T>(c, nullptr, out, n, [&](const void *, T *o_) {
+        return COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(o_, cnt, mpi_elem<T>(), 0, h.node));
     });
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     return s;
 }
+
+template Status coll_allreduce_hierarchical(CollCtx &, const void *, float *, size_t, const HierComms &, bool);
+template Status coll_allreduce_hierarchical(CollCtx &, const void *, double *, size_t, const HierComms &, bool);
 
 }  // namespace compmpi

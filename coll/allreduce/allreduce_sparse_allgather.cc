@@ -62,8 +62,9 @@ size_t packed_size(size_t n, double nnz) {
 
 /* The P blobs at all + displs[j] (lens[j] bytes each), every one validated before `out` is
  * written (the same bytes on every rank: the same verdict), summed in rank order. */
+template <class T>
 Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &lens, const std::vector<size_t> &displs,
-                  float *out, size_t n) {
+                  T *out, size_t n) {
     const int P = c.size;
     std::vector<BlobInfo> info(P);
     bool same = true; /* every blob from the same codec with the same header parameters */
@@ -78,7 +79,7 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
      * on the received bytes and the (rank-agreed) settings: the same on every rank. */
     const CodecOps *dc = codec_by_id(static_cast<int>(info[0].codec));
     const bool spectral = c.settings->fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
-    if (same && dc && dc->decode_sum && spectral) {
+    if (same && dc && codec_has_decode_sum(*dc, info[0].elem) && spectral) {
         std::vector<const uint8_t *> pay(P);
         std::vector<size_t> plen(P);
         for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + kBlobHeaderBytes, plen[j] = info[j].payload;
@@ -86,21 +87,22 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
         p.bits = info[0].bits;
         p.variant = info[0].variant;
         p.param = info[0].param;
+        p.elem = info[0].elem;
         p.simd = c.params.simd;
         p.threads = c.params.threads;
-        if (c.be == &backend_cpu()) return dc->decode_sum(pay.data(), plen.data(), P, n, p, out);
+        if (c.be == &backend_cpu()) return codec_decode_sum(*dc, pay.data(), plen.data(), P, n, p, out);
         /* device data: the same sum on the host (a CPU function), then copied up, so a GPU
          * rank holds the bits of a CPU rank */
-        std::vector<float> sum;
+        std::vector<T> sum;
         try {
             sum.resize(n);
         } catch (const std::bad_alloc &) {
             return Status::no_memory;
         }
-        CMPI_CHECK(dc->decode_sum(pay.data(), plen.data(), P, n, p, sum.data()));
+        CMPI_CHECK(codec_decode_sum(*dc, pay.data(), plen.data(), P, n, p, sum.data()));
         return coll_upload(c, sum.data(), n, out);
     }
-    for (int j = 0; j < P; ++j) CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], n, out, j > 0, c.params));
+    for (int j = 0; j < P; ++j) CMPI_CHECK(be_decode(c, all + displs[j], lens[j], n, out, j > 0, c.params));
     return Status::ok;
 }
 
@@ -111,7 +113,7 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
 size_t exchange_piece(const CollCtx &c, size_t n, size_t stride) {
     const uint64_t chunk = c.settings->chunk_bytes;
     if (c.codec->id != CodecId::fft_topk || !chunk || !n) return 0;
-    const double input = static_cast<double>(n) * sizeof(float);
+    const double input = static_cast<double>(n) * elem_bytes(c.params.elem);
     size_t piece = static_cast<size_t>(std::ceil(static_cast<double>(stride) * std::min(1.0, chunk / input) / 64.0)) * 64;
     piece = std::clamp<size_t>(piece, 64, INT_MAX / 64 * 64);
     return piece < stride ? piece : 0;
@@ -128,7 +130,8 @@ constexpr size_t kBlocksPerPoke = 8;
  * are decoded once all are there. In place (`out` is the input) only where no block can be
  * refused once written (SumStream::may_refuse: the payloads' headers bound every block): a
  * refusal after the first block would leave the exact fallback without its input. */
-Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, float *out, size_t n, bool out_is_input,
+template <class T>
+Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, T *out, size_t n, bool out_is_input,
                              uint8_t *all, const std::vector<size_t> &lens, const std::vector<size_t> &displs,
                              size_t stride, size_t piece) {
     const int P = c.size, r = c.rank;
@@ -191,45 +194,51 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, float 
         return decode_all(c, all, lens, displs, out, n);
     };
     if (c.be != &backend_cpu()) return at_once();
-    /* the blob headers, then every payload's header and bitmap */
-    const size_t H = kBlobHeaderBytes;
-    Status s = receive(H, true);
-    if (s != Status::ok) return finish(s);
-    std::vector<BlobInfo> info(P);
-    for (int j = 0; j < P; ++j) {
-        if (blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags ||
-            info[j].codec != CodecId::fft_topk || info[j].bits != info[0].bits || info[j].variant != info[0].variant ||
-            info[j].param != info[0].param)
-            return at_once(); /* decode_all's verdict on the whole blobs */
+    /* the overlapped decode is fft_topk's fp32 SumStream: doubles are decoded once all is there */
+    if constexpr (sizeof(T) != sizeof(float)) {
+        return at_once();
+    } else {
+        /* the blob headers, then every payload's header and bitmap */
+        const size_t H = kBlobHeaderBytes;
+        Status s = receive(H, true);
+        if (s != Status::ok) return finish(s);
+        std::vector<BlobInfo> info(P);
+        for (int j = 0; j < P; ++j) {
+            if (blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags ||
+                info[j].codec != CodecId::fft_topk || info[j].bits != info[0].bits || info[j].variant != info[0].variant ||
+                info[j].param != info[0].param)
+                return at_once(); /* decode_all's verdict on the whole blobs */
+        }
+        std::vector<const uint8_t *> pay(P);
+        std::vector<size_t> plen(P), avail(P);
+        for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + H, plen[j] = info[j].payload;
+        s = receive(H + fft_topk::SumStream::prefix_bytes(n, info[0].param), true);
+        if (s != Status::ok) return finish(s);
+        const bool spectral = c.settings->fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
+        fft_topk::SumStream ss;
+        {
+            ScopedTimer t(c.stats->ns_decode);
+            s = ss.begin(pay.data(), plen.data(), P, n, info[0].bits, info[0].param, out, false, c.params.simd,
+                         c.params.threads, info[0].variant, spectral, c.params.stream_out);
+        }
+        if (s == Status::corrupt || (s == Status::ok && out_is_input && ss.may_refuse())) return at_once();
+        if (s == Status::ok) c.stats->decode_overlapped++;
+        while (s == Status::ok && !ss.done()) {
+            size_t want = 0;
+            for (int j = 0; j < P; ++j) want = std::max(want, H + ss.need(j));
+            s = receive(want, true);
+            if (s == Status::ok) s = receive(0, false);
+            if (s != Status::ok) break;
+            for (int j = 0; j < P; ++j) avail[j] = std::min(plen[j], arrived * piece - std::min(arrived * piece, H));
+            ScopedTimer t(c.stats->ns_decode);
+            s = ss.advance(avail.data(), kBlocksPerPoke);
+        }
+        return finish(s);
     }
-    std::vector<const uint8_t *> pay(P);
-    std::vector<size_t> plen(P), avail(P);
-    for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + H, plen[j] = info[j].payload;
-    s = receive(H + fft_topk::SumStream::prefix_bytes(n, info[0].param), true);
-    if (s != Status::ok) return finish(s);
-    const bool spectral = c.settings->fft_sum_domain == enum_value(SettingId::fft_sum_domain, "spectral");
-    fft_topk::SumStream ss;
-    {
-        ScopedTimer t(c.stats->ns_decode);
-        s = ss.begin(pay.data(), plen.data(), P, n, info[0].bits, info[0].param, out, false, c.params.simd,
-                     c.params.threads, info[0].variant, spectral, c.params.stream_out);
-    }
-    if (s == Status::corrupt || (s == Status::ok && out_is_input && ss.may_refuse())) return at_once();
-    if (s == Status::ok) c.stats->decode_overlapped++;
-    while (s == Status::ok && !ss.done()) {
-        size_t want = 0;
-        for (int j = 0; j < P; ++j) want = std::max(want, H + ss.need(j));
-        s = receive(want, true);
-        if (s == Status::ok) s = receive(0, false);
-        if (s != Status::ok) break;
-        for (int j = 0; j < P; ++j) avail[j] = std::min(plen[j], arrived * piece - std::min(arrived * piece, H));
-        ScopedTimer t(c.stats->ns_decode);
-        s = ss.advance(avail.data(), kBlocksPerPoke);
-    }
-    return finish(s);
 }
 
-Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::vector<Exchange> &ex, float *out,
+template <class T>
+Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::vector<Exchange> &ex, T *out,
                       size_t n, bool out_is_input) {
     const int P = c.size;
     /* Blobs of one call have nearly equal sizes: a fixed stride (the largest) and MPICH's
@@ -249,7 +258,8 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
     return decode_all(c, all, lens, displs, out, n);
 }
 
-Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *out, size_t n) {
+template <class T>
+Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, T *out, size_t n) {
     const int P = c.size, r = c.rank;
     const CodecOps &sp = *codec_by_id(static_cast<int>(CodecId::sparse));
     CodecParams sp_p;
@@ -258,10 +268,10 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
     /* s_r = D(b_r): our exact sparse contribution */
     (void)mine;
     (void)len;
-    float *s = c.be->scratch(c.be_ctx, 2, n); /* decoded before the path choice */
+    T *s = be_scratch<T>(c, 2, n); /* decoded before the path choice */
     size_t lo0, base;
     chunk_range(n, P, 0, &lo0, &base);
-    float *acc = c.be->scratch(c.be_ctx, 0, base);
+    T *acc = be_scratch<T>(c, 0, base);
     if (!s || !acc) return Status::no_memory;
 
     /* phase 1: chunk j of s, packed, to rank j */
@@ -277,7 +287,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
             chunk_range(n, P, j, &lo, &l);
             size_t bl = 0;
             /* lossless: cannot fail on valid input; a failure flags ABANDON for all */
-            c.be->encode(c.be_ctx, sp, sp_p, s + lo, l, send + cap * j, cap, &bl);
+            be_encode(c, sp, sp_p, s + lo, l, send + cap * j, cap, &bl);
             slen[j] = bl;
         }
     }
@@ -324,9 +334,9 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
         ScopedTimer t(c.stats->ns_decode);
         for (int j = 0; j < P && !flags; ++j) {
             if (j == r) {
-                if (j == 0) c.be->copy(c.be_ctx, acc, s + lo_r, len_r);
-                else c.be->add(c.be_ctx, acc, s + lo_r, len_r);
-            } else if (c.be->decode(c.be_ctx, recv + rdis[j], rlen[j], len_r, acc, j > 0, sp_p) != Status::ok) {
+                if (j == 0) be_copy(c, acc, s + lo_r, len_r);
+                else be_add(c, acc, s + lo_r, len_r);
+            } else if (be_decode(c, recv + rdis[j], rlen[j], len_r, acc, j > 0, sp_p) != Status::ok) {
                 flags |= BLOB_ABANDON;
             }
         }
@@ -338,7 +348,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
     if (flags) coll_write_flag(c, sp_p, len_r, flags, mine2);
     else {
         ScopedTimer t(c.stats->ns_encode);
-        c.be->encode(c.be_ctx, sp, sp_p, acc, len_r, mine2, cap2, &len2);
+        be_encode(c, sp, sp_p, acc, len_r, mine2, cap2, &len2);
     }
     std::vector<uint64_t> l2(P);
     uint64_t my2 = len2;
@@ -366,16 +376,17 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, float *
     for (int j = 0; j < P; ++j) {
         size_t lo, l;
         chunk_range(n, P, j, &lo, &l);
-        CMPI_CHECK(c.be->decode(c.be_ctx, all + displs[j], lens[j], l, out + lo, false, sp_p));
+        CMPI_CHECK(be_decode(c, all + displs[j], lens[j], l, out + lo, false, sp_p));
     }
     return Status::ok;
 }
 
 }  // namespace
 
-Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) {
+template <class T>
+Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size;
-    const float *src = coll_ef_input(c, in, n);
+    const T *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
@@ -388,15 +399,15 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, 0);
         flag = coll_encode(c, p, src, n, mine, S, &len);
-        if (c.ef_new) coll_ef_update(c, mine, len, src, n, c.ef_new);
+        if (c.ef_new) coll_ef_update(c, mine, len, src, n, ef_new_t<T>(c));
     }
     /* density of our decoded contribution, where it is sparse in the data's own domain:
      * decode it (path B needs it anyway) and count the nonzeros */
     uint64_t nnz = n;
     const bool spatial = (c.codec->flags & CODEC_SPATIAL_SPARSE) && P > 2;
     if (!flag && spatial) {
-        float *s = c.be->scratch(c.be_ctx, 2, n);
-        if (s && c.be->decode(c.be_ctx, mine, len, n, s, false, c.params) == Status::ok) {
+        T *s = be_scratch<T>(c, 2, n);
+        if (s && be_decode(c, mine, len, n, s, false, c.params) == Status::ok) {
             nnz = 0;
             for (size_t i = 0; i < n; ++i) nnz += s[i] != 0.0f;
         } else {
@@ -410,7 +421,7 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
         CMPI_CHECK(check_rc(c, PMPI_Allgather(&me, 3, MPI_UINT64_T, ex.data(), 3, MPI_UINT64_T, c.comm)));
     }
     c.stats->bytes_wire += sizeof(Exchange) * static_cast<size_t>(P - 1);
-    c.stats->bytes_uncompressed_wire += 2 * n * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+    c.stats->bytes_uncompressed_wire += 2 * n * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
     uint8_t flags = 0;
     for (const Exchange &e : ex) flags |= static_cast<uint8_t>(e.flags);
     CMPI_CHECK(coll_flag_status(flags));
@@ -433,5 +444,8 @@ Status coll_allreduce_sparse(CollCtx &c, const float *in, float *out, size_t n) 
     return twophase ? path_sparse_twophase(c, mine, len, out, n)
                     : path_allgather(c, mine, len, ex, out, n, static_cast<const void *>(in) == out);
 }
+
+template Status coll_allreduce_sparse(CollCtx &, const float *, float *, size_t);
+template Status coll_allreduce_sparse(CollCtx &, const double *, double *, size_t);
 
 }  // namespace compmpi

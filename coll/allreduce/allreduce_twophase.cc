@@ -105,23 +105,32 @@ size_t gather_segment(const CollCtx &c, size_t n) {
         if (!c.params.param && c.codec->id == CodecId::qsgd) return 0; /* one norm for the whole buffer */
         if (c.params.param) align = std::lcm<size_t>(align, c.params.param); /* terngrad 0: the agreed scaler */
     }
-    const size_t seg = bytes / sizeof(float) / align * align;
+    const size_t seg = bytes / elem_bytes(c.params.elem) / align * align;
     return seg && seg < n ? seg : 0;
 }
 
-Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src, float *out, size_t n, size_t seg);
+template <class T>
+Status allreduce_gather_pipelined(CollCtx &c, const T *in, const T *src, T *out, size_t n, size_t seg);
 
 /* CodecOps::whole_scale of backend data. It is a CPU function: device data is either encoded
  * whole on the device (q8: the payload starts with exactly that scale, the kernels giving
  * the CPU's bytes; n bytes come down instead of 4 n) or read through a host copy. */
-Status whole_scale(CollCtx &c, const float *src, size_t n, const CodecParams &p, float *s) {
-    if (c.be == &backend_cpu()) return c.codec->whole_scale(src, n, p, s);
+Status codec_whole_scale(const CodecOps &codec, const float *in, size_t n, const CodecParams &p, float *s) {
+    return codec.whole_scale(in, n, p, s);
+}
+Status codec_whole_scale(const CodecOps &codec, const double *in, size_t n, const CodecParams &p, float *s) {
+    return codec.whole_scale64 ? codec.whole_scale64(in, n, p, s) : Status::unsupported;
+}
+
+template <class T>
+Status whole_scale(CollCtx &c, const T *src, size_t n, const CodecParams &p, float *s) {
+    if (c.be == &backend_cpu()) return codec_whole_scale(*c.codec, src, n, p, s);
     if (c.codec->id == CodecId::q8) {
         const size_t cap = blob_max_bytes(*c.codec, n, p);
         uint8_t *blob = c.ws->aux_blob.get(cap);
         if (!blob) return Status::no_memory;
         size_t len = 0;
-        const uint8_t f = c.be->encode(c.be_ctx, *c.codec, p, src, n, blob, cap, &len);
+        const uint8_t f = be_encode(c, *c.codec, p, src, n, blob, cap, &len);
         if (f & BLOB_NONFINITE) return Status::nonfinite;
         if (f || len < kBlobHeaderBytes + sizeof(float)) return Status::corrupt;
         std::memcpy(s, blob + kBlobHeaderBytes, sizeof(float));
@@ -129,12 +138,13 @@ Status whole_scale(CollCtx &c, const float *src, size_t n, const CodecParams &p,
     }
     HostStage hs;
     CMPI_CHECK(coll_stage_down(c, src, n, hs));
-    return c.codec->whole_scale(hs.data(), n, p, s);
+    return codec_whole_scale(*c.codec, hs.data<T>(), n, p, s);
 }
 
-Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
+template <class T>
+Status allreduce_gather(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size, r = c.rank;
-    const float *src = coll_ef_input(c, in, n);
+    const T *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
     if (const size_t seg = gather_segment(c, n)) return allreduce_gather_pipelined(c, in, src, out, n, seg);
@@ -146,10 +156,10 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
         CodecParams p = c.params;
         p.stream = rng_stream(r, c.st->calls, 1, 0);
         coll_encode(c, p, src, n, all + S * r, S);
-        if (c.ef_new) coll_ef_update(c, all + S * r, S, src, n, c.ef_new);
+        if (c.ef_new) coll_ef_update(c, all + S * r, S, src, n, ef_new_t<T>(c));
     }
     c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
-    c.stats->bytes_uncompressed_wire += 2 * n * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+    c.stats->bytes_uncompressed_wire += 2 * n * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
     /* P = 2: the non-blocking allgather (on both ranks: the choice depends on P and S only,
      * the same on every rank, as MPI requires of matching collectives), and while the blobs
      * travel each rank decodes its own blob into `out` -- D(b_r) + D(b_other) has the bits
@@ -165,7 +175,7 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
         if (static_cast<const void *>(out) != static_cast<const void *>(in) &&
             blob_peek(all + S * r, S, n, &own) == Status::ok && !own.flags) {
             ScopedTimer t(c.stats->ns_decode);
-            own_done = c.be->decode(c.be_ctx, all + S * r, S, n, out, false, c.params) == Status::ok;
+            own_done = be_decode(c, all + S * r, S, n, out, false, c.params) == Status::ok;
         }
         CMPI_CHECK(wait(c, &req));
     } else {
@@ -181,7 +191,7 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
     for (int j = 0; j < P; ++j) {
         if (own_done && j == r) continue;
         const bool add = own_done || j > 0;
-        CMPI_CHECK(c.be->decode(c.be_ctx, all + S * j, S, n, out, add, c.params));
+        CMPI_CHECK(be_decode(c, all + S * j, S, n, out, add, c.params));
     }
     return Status::ok;
 }
@@ -191,12 +201,13 @@ Status allreduce_gather(CollCtx &c, const float *in, float *out, size_t n) {
  * and decoded, so both overlap the exchanges in flight. A flagged segment (NaN/Inf, a local
  * error on any rank) runs the exact PMPI_Allreduce on its elements; its input is still intact
  * (`out` is written segment by segment, after that segment's last read of `in`). */
-Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src, float *out, size_t n, size_t seg) {
+template <class T>
+Status allreduce_gather_pipelined(CollCtx &c, const T *in, const T *src, T *out, size_t n, size_t seg) {
     const int P = c.size, r = c.rank;
     const size_t nseg = (n + seg - 1) / seg;
     CodecParams p = c.params;
     uint8_t whole_flag = 0; /* the whole contribution's scale could not be taken: every segment flagged */
-    if (c.codec->whole_scale) {
+    if (sizeof(T) == 8 ? c.codec->whole_scale64 != nullptr : c.codec->whole_scale != nullptr) {
         float s = 0;
         ScopedTimer t(c.stats->ns_encode);
         const Status st = whole_scale(c, src, n, p, &s);
@@ -227,12 +238,12 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
             if (whole_flag) coll_write_flag(c, q, len_of(k), whole_flag, mine);
             else coll_encode(c, q, src + lo_of(k), len_of(k), mine, Sk);
             if (c.ef_new && !whole_flag)
-                coll_ef_update(c, mine, Sk, src + lo_of(k), len_of(k), c.ef_new + lo_of(k));
+                coll_ef_update(c, mine, Sk, src + lo_of(k), len_of(k), ef_new_t<T>(c) + lo_of(k));
             poke(progress);
         }
         c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire +=
-            2 * len_of(k) * sizeof(float) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+            2 * len_of(k) * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
         return start(c, &req[k % 2],
                      COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, set_of(k),
                                                                    static_cast<int>(Sk), MPI_BYTE, c.comm, &req[k % 2])));
@@ -257,21 +268,21 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
             ScopedTimer t(c.stats->ns_comm);
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + lo_of(k));
             const int len = static_cast<int>(len_of(k));
-            int rc = coll_mpi_floats(c, sb, out + lo_of(k), len_of(k), [&](const void *s_, float *o_) {
-                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, MPI_FLOAT, MPI_SUM, c.comm));
+            int rc = coll_mpi_elems<T>(c, sb, out + lo_of(k), len_of(k), [&](const void *s_, T *o_) {
+                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, mpi_elem<T>(), MPI_SUM, c.comm));
             });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-            if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + lo_of(k), c.ef_res + lo_of(k), len_of(k));
+            if (c.ef_new) be_copy(c, ef_new_t<T>(c) + lo_of(k), ef_res_t<T>(c) + lo_of(k), len_of(k));
             all_flags |= flags;
             ++fell_back;
             continue;
         }
         ScopedTimer t(c.stats->ns_decode);
-        if (c.codec->decode_sum && c.be == &backend_cpu()) /* one pass over the output, the same bits */
-            CMPI_CHECK(c.codec->decode_sum(pay.data(), plen.data(), P, len_of(k), p, out + lo_of(k)));
+        if (codec_has_decode_sum(*c.codec, p.elem) && c.be == &backend_cpu()) /* one pass over the output, the same bits */
+            CMPI_CHECK(codec_decode_sum(*c.codec, pay.data(), plen.data(), P, len_of(k), p, out + lo_of(k)));
         else
             for (int j = 0; j < P; ++j) /* rank order: the same sum on every rank */
-                CMPI_CHECK(c.be->decode(c.be_ctx, blobs + Sk * j, Sk, len_of(k), out + lo_of(k), j > 0, p));
+                CMPI_CHECK(be_decode(c, blobs + Sk * j, Sk, len_of(k), out + lo_of(k), j > 0, p));
         if (k + 1 < nseg) poke(&req[(k + 1) % 2]);
     }
     c.segments_fallback = fell_back;
@@ -282,7 +293,8 @@ Status allreduce_gather_pipelined(CollCtx &c, const float *in, const float *src,
 
 }  // namespace
 
-Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n) {
+template <class T>
+Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size, r = c.rank;
     c.params.nranks = P;
     /* phase 2: the codec's reduced_params (terngrad: the 2P+1 levels exactly; qsgd: 8 bits),
@@ -308,7 +320,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
         const size_t two = blob_max_bytes(*c.codec, q, c.params) + blob_max_bytes(*codec2, q, p2);
         if (gather <= two) return allreduce_gather(c, in, out, n);
     }
-    const float *src = coll_ef_input(c, in, n);
+    const T *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n)); /* once per buffer, not per segment or chunk */
     /* phase 2's parameters again, now with the agreed scaler and clip threshold (p2 above
@@ -321,7 +333,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
 
     /* segments: chunk_bytes of data each (0 = one), at least 16 floats per rank */
     const uint64_t seg_bytes = c.settings->chunk_bytes;
-    size_t seg = seg_bytes ? std::max<size_t>(seg_bytes / sizeof(float), 16 * static_cast<size_t>(P)) : n;
+    size_t seg = seg_bytes ? std::max<size_t>(seg_bytes / sizeof(T), 16 * static_cast<size_t>(P)) : n;
     if (seg >= n) seg = n;
     const size_t nseg = n ? (n + seg - 1) / seg : 0;
 
@@ -333,12 +345,12 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     if (S > INT_MAX || S2 > INT_MAX) return Status::unsupported; /* chunk_bytes too large for one exchange */
     uint8_t *sendbuf = c.ws->send.get(2 * S * P);
     uint8_t *recvbuf = c.ws->recv.get(2 * (S + S2) * P);
-    float *acc = c.be->scratch(c.be_ctx, 0, base_max);
+    T *acc = be_scratch<T>(c, 0, base_max);
     if (!sendbuf || !recvbuf || !acc) return Status::no_memory;
     /* phase-2 error of the owner's chunk, for error feedback when that chunk was encoded */
-    float *d2 = nullptr;
+    T *d2 = nullptr;
     if (c.ef_new && own_encoded && !(codec2->flags & CODEC_LOSSLESS)) {
-        d2 = c.be->scratch(c.be_ctx, 2, base_max);
+        d2 = be_scratch<T>(c, 2, base_max);
         if (!d2) return Status::no_memory;
     }
 
@@ -365,7 +377,7 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             CodecParams p = c.params;
             p.stream = rng_stream(r, c.st->calls, 1, j + P * k);
             coll_encode(c, p, src + g.lo + lo, len, g.send + g.S * j, g.S);
-            if (c.ef_new) coll_ef_update(c, g.send + g.S * j, g.S, src + g.lo + lo, len, c.ef_new + g.lo + lo);
+            if (c.ef_new) coll_ef_update(c, g.send + g.S * j, g.S, src + g.lo + lo, len, ef_new_t<T>(c) + g.lo + lo);
             poke(progress);
         }
     };
@@ -394,21 +406,21 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             CodecParams p = p2;
             p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
             if (flags) coll_write_flag(c, p, len_r, flags, mine);
-            else c.be->encode(c.be_ctx, *codec2, p, acc, len_r, mine, g.S2, nullptr);
+            else be_encode(c, *codec2, p, acc, len_r, mine, g.S2, nullptr);
             /* the residual also owes what phase 2 failed to carry of the sum (terngrad on the
              * shared grid, q8's fp32 phase 2: nothing): all of the owner's residual when its
              * chunk entered exact, else added to its phase-1 residual */
             if (c.ef_new && !flags) {
                 if (!own_encoded) {
-                    coll_ef_update(c, mine, g.S2, acc, len_r, c.ef_new + g.lo + lo_r);
+                    coll_ef_update(c, mine, g.S2, acc, len_r, ef_new_t<T>(c) + g.lo + lo_r);
                 } else if (d2) {
                     coll_ef_update(c, mine, g.S2, acc, len_r, d2);
-                    c.be->add(c.be_ctx, c.ef_new + g.lo + lo_r, d2, len_r);
+                    be_add(c, ef_new_t<T>(c) + g.lo + lo_r, d2, len_r);
                 }
             }
         }
         c.stats->bytes_wire += g.S2 * static_cast<size_t>(P - 1);
-        c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(float);
+        c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(T);
         if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, g.S2);
         return start(c, &g.req,
                      COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots,
@@ -429,19 +441,19 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
             ScopedTimer t(c.stats->ns_comm);
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + g.lo);
             const int len = static_cast<int>(g.n);
-            int rc = coll_mpi_floats(c, sb, out + g.lo, g.n, [&](const void *s_, float *o_) {
-                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, MPI_FLOAT, MPI_SUM, c.comm));
+            int rc = coll_mpi_elems<T>(c, sb, out + g.lo, g.n, [&](const void *s_, T *o_) {
+                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, mpi_elem<T>(), MPI_SUM, c.comm));
             });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             /* the exact path sent `in`, not input + residual: the residual is still owed */
-            if (c.ef_new) c.be->copy(c.be_ctx, c.ef_new + g.lo, c.ef_res + g.lo, g.n);
+            if (c.ef_new) be_copy(c, ef_new_t<T>(c) + g.lo, ef_res_t<T>(c) + g.lo, g.n);
             return Status::ok;
         }
         ScopedTimer t(c.stats->ns_decode);
         for (int j = 0; j < P; ++j) {
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
-            CMPI_CHECK(c.be->decode(c.be_ctx, g.slots + g.S2 * j, g.S2, len, out + g.lo + lo, false, c.params));
+            CMPI_CHECK(be_decode(c, g.slots + g.S2 * j, g.S2, len, out + g.lo + lo, false, c.params));
         }
         return Status::ok;
     };
@@ -467,5 +479,8 @@ Status coll_allreduce_twophase(CollCtx &c, const float *in, float *out, size_t n
     else if (all) c.fallback_reason = BLOB_ABANDON;
     return Status::ok;
 }
+
+template Status coll_allreduce_twophase(CollCtx &, const float *, float *, size_t);
+template Status coll_allreduce_twophase(CollCtx &, const double *, double *, size_t);
 
 }  // namespace compmpi

@@ -11,7 +11,11 @@
  * input as an IEEE double, little-endian. Every rank hands it to the policy, so the policy
  * runs on the sender's norm (the paper's |W_b|) and decides alike everywhere.
  * A flagged blob (NaN/Inf or an error at the root) reaches every rank, which returns with
- * buf untouched; the caller then broadcasts the raw data. */
+ * buf untouched; the caller then broadcasts the raw data.
+ *
+ * A codec whose payload size depends on the data (codec_variable_payload: zfp's fixed
+ * accuracy, whose worst case exceeds the raw floats) broadcasts its actual size first:
+ *   root: (L = |blob|, norm) ──PMPI_Bcast(16 B)──► all;  blob ──PMPI_Bcast(L B)──► all */
 #include <cmath>
 #include <cstring>
 
@@ -19,31 +23,48 @@
 
 namespace compmpi {
 
-Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *root_norm) {
+template <class T>
+Status coll_bcast_encoded(CollCtx &c, T *buf, size_t n, int root, double *root_norm) {
     const size_t S = blob_max_bytes(*c.codec, n, c.params);
     const size_t F = S + (root_norm ? sizeof(double) : 0);
     uint8_t *blob = c.ws->send.get(F);
     if (!blob) return Status::no_memory;
+    const bool var = codec_variable_payload(*c.codec, c.params);
+    size_t len = S;
     if (c.rank == root) {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, 0);
         double stat = 0; /* one encoder: its own scale is the shared one */
-        if ((c.codec->flags & CODEC_SHARED_SCALE) && c.be->prepare(c.be_ctx, *c.codec, p, buf, n, &stat) == Status::ok)
+        if ((c.codec->flags & CODEC_SHARED_SCALE) && be_prepare(c, p, buf, n, &stat) == Status::ok)
             p.shared_scale = stat;
-        coll_encode(c, p, buf, n, blob, S);
+        size_t blen = kBlobHeaderBytes;
+        coll_encode(c, p, buf, n, blob, S, &blen);
+        if (var) len = blen;
         if (root_norm) {
-            const double norm = c.be->l2norm(c.be_ctx, buf, n);
+            const double norm = be_l2norm(c, buf, n);
             std::memcpy(blob + S, &norm, sizeof norm);
         }
     }
-    CMPI_CHECK(mpi_bcast_bytes(c, blob, F, root));
+    size_t wire = F;
+    if (var) { /* the size (and the norm) first, then the blob's own bytes */
+        uint64_t head[2] = {len, 0};
+        if (root_norm && c.rank == root) std::memcpy(&head[1], blob + S, sizeof(double));
+        CMPI_CHECK(mpi_bcast_bytes(c, head, sizeof head, root));
+        if (head[0] < kBlobHeaderBytes || head[0] > S) return Status::corrupt; /* alike everywhere */
+        len = static_cast<size_t>(head[0]);
+        if (root_norm) std::memcpy(blob + S, &head[1], sizeof(double));
+        CMPI_CHECK(mpi_bcast_bytes(c, blob, len, root));
+        wire = sizeof head + len;
+    } else {
+        CMPI_CHECK(mpi_bcast_bytes(c, blob, F, root));
+    }
     if (c.rank == root) { /* what the root's data costs the tree: P-1 copies */
-        c.stats->bytes_wire += F * static_cast<size_t>(c.size - 1);
-        c.stats->bytes_uncompressed_wire += n * sizeof(float) * static_cast<size_t>(c.size - 1);
+        c.stats->bytes_wire += wire * static_cast<size_t>(c.size - 1);
+        c.stats->bytes_uncompressed_wire += n * sizeof(T) * static_cast<size_t>(c.size - 1);
     }
     BlobInfo info;
-    CMPI_CHECK(blob_peek(blob, S, n, &info));
+    CMPI_CHECK(blob_peek(blob, len, n, &info));
     CMPI_CHECK(coll_flag_status(info.flags));
     if (root_norm) {
         /* every rank holds the same bytes, so every rank reaches the same verdict */
@@ -52,7 +73,10 @@ Status coll_bcast_encoded(CollCtx &c, float *buf, size_t n, int root, double *ro
     }
     if (c.rank == root) return Status::ok; /* the root's data is input: never written */
     ScopedTimer t(c.stats->ns_decode);
-    return c.be->decode(c.be_ctx, blob, S, n, buf, false, c.params);
+    return be_decode(c, blob, len, n, buf, false, c.params);
 }
+
+template Status coll_bcast_encoded(CollCtx &, float *, size_t, int, double *);
+template Status coll_bcast_encoded(CollCtx &, double *, size_t, int, double *);
 
 }  // namespace compmpi

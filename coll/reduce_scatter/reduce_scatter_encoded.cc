@@ -112,13 +112,14 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
 /* This rank's flags and the sum of squares of its block, agreed by all (one allgather of
  * P pairs): every rank learns the union of flags and falls back together, and every rank
  * gets the same norm of the whole reduced vector (rank order); then out = acc. */
-Status finish(CollCtx &c, uint8_t flags, const float *acc, size_t len_r, float *out, double *result_norm) {
+template <class T>
+Status finish(CollCtx &c, uint8_t flags, const T *acc, size_t len_r, T *out, double *result_norm) {
     const int P = c.size, r = c.rank;
     double sumsq = 0;
     /* a NaN/Inf in the own block added exact (no blob flags it), or a sum that overflowed:
      * the norm is not finite, and the call falls back like a flagged blob */
     if (len_r && !flags) {
-        const double nr = c.be->l2norm(c.be_ctx, acc, len_r);
+        const double nr = be_l2norm(c, acc, len_r);
         if (!std::isfinite(nr)) flags |= BLOB_NONFINITE;
         else sumsq = nr * nr;
     }
@@ -138,14 +139,14 @@ Status finish(CollCtx &c, uint8_t flags, const float *acc, size_t len_r, float *
         total += all[2 * j + 1];
     }
     CMPI_CHECK(coll_flag_status(any));
-    if (len_r) c.be->copy(c.be_ctx, out, acc, len_r);
+    if (len_r) be_copy(c, out, acc, len_r);
     if (result_norm) *result_norm = std::sqrt(total);
     return Status::ok;
 }
 
 /* Floats per sub-block of a pipelined segment, or 0 for one exchange: chunk_bytes of input
  * split in P, a multiple of 64 and of the codec's bucket (qsgd, terngrad), below the block. */
-size_t segment_floats(const CollCtx &c, size_t block) {
+size_t segment_elems(const CollCtx &c, size_t block) {
     const uint64_t bytes = c.settings->chunk_bytes;
     if (!bytes) return 0; /* not the backend: host and device ranks must run the same exchanges */
     size_t align = 64;
@@ -153,14 +154,15 @@ size_t segment_floats(const CollCtx &c, size_t block) {
         if (!c.params.param && c.codec->id == CodecId::qsgd) return 0; /* one norm per blob */
         if (c.params.param) align = std::lcm<size_t>(align, c.params.param);
     }
-    const size_t seg = bytes / sizeof(float) / static_cast<size_t>(c.size) / align * align;
+    const size_t seg = bytes / elem_bytes(c.params.elem) / static_cast<size_t>(c.size) / align * align;
     return seg && seg < block ? seg : 0;
 }
 
 /* The pipelined exchange and accumulation of equal blocks of b floats in sub-blocks of seg
  * (see the top of the file); x = the input (+ residual), acc = this rank's block. Returns
  * the union of this rank's flags through *flags. */
-Status pipelined(CollCtx &c, const float *x, float *acc, size_t b, size_t seg, bool own_encoded, uint8_t *flags) {
+template <class T>
+Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_encoded, uint8_t *flags) {
     const int P = c.size, r = c.rank;
     const size_t nseg = (b + seg - 1) / seg;
     const size_t S = coll_blob_stride(*c.codec, seg, c.params);
@@ -180,10 +182,10 @@ Status pipelined(CollCtx &c, const float *x, float *acc, size_t b, size_t seg, b
         geom(k, &lo, &len, &Sk);
         uint8_t *snd = sendbuf + (k % 2) * S * P;
         for (int j = 0; j < P; ++j) {
-            const float *src = x + b * static_cast<size_t>(j) + lo;
-            float *res = c.ef_new ? c.ef_new + b * static_cast<size_t>(j) + lo : nullptr;
+            const T *src = x + b * static_cast<size_t>(j) + lo;
+            T *res = c.ef_new ? ef_new_t<T>(c) + b * static_cast<size_t>(j) + lo : nullptr;
             if (j == r && !own_encoded) {
-                if (res) c.be->sub(c.be_ctx, res, src, src, len); /* carried exact: nothing owed */
+                if (res) be_sub(c, res, src, src, len); /* carried exact: nothing owed */
                 continue;
             }
             CodecParams p = c.params;
@@ -198,7 +200,7 @@ Status pipelined(CollCtx &c, const float *x, float *acc, size_t b, size_t seg, b
         size_t lo, len, Sk;
         geom(k, &lo, &len, &Sk);
         c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
-        c.stats->bytes_uncompressed_wire += len * sizeof(float) * static_cast<size_t>(P - 1);
+        c.stats->bytes_uncompressed_wire += len * sizeof(T) * static_cast<size_t>(P - 1);
         const int Si = static_cast<int>(Sk);
         return check(c, COMPMPI_FAULT_MPI(ialltoall, PMPI_Ialltoall(sendbuf + (k % 2) * S * P, Si, MPI_BYTE,
                                                                     recvbuf + (k % 2) * S * P, Si, MPI_BYTE, c.comm,
@@ -228,8 +230,12 @@ Status pipelined(CollCtx &c, const float *x, float *acc, size_t b, size_t seg, b
 
 }  // namespace
 
-Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t *counts, double *result_norm) {
+template <class T>
+Status coll_reduce_scatter(CollCtx &c, const T *in, T *out, const size_t *counts, double *result_norm) {
     const int P = c.size, r = c.rank;
+    /* a payload of data-dependent size (zfp's fixed accuracy) would travel in worst-case
+     * slots, above the raw floats (140 bits per 4): the exact call, decided alike everywhere */
+    if (codec_variable_payload(*c.codec, c.params)) return Status::unsupported;
     c.params.nranks = P;
     std::vector<size_t> off(P), ssz(P), soff(P);
     size_t n = 0, send_total = 0, slot_max = 0;
@@ -252,21 +258,21 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
 
     /* error feedback: x = input + the buffer's residual (else x = in); every block is encoded
      * from x and leaves its new residual x - D(E(x)) in ef_new, as in the allreduce's phase 1 */
-    const float *x = coll_ef_input(c, in, n);
+    const T *x = coll_ef_input(c, in, n);
     if (!x) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, x, n)); /* once per call, on the whole input */
     const bool own_encoded = coll_own_encoded(*c.codec);
     uint8_t flags = 0;
-    const size_t seg = equal && !large ? segment_floats(c, len_r) : 0;
+    const size_t seg = equal && !large ? segment_elems(c, len_r) : 0;
     if (seg) {
-        float *acc = c.be->scratch(c.be_ctx, 0, len_r);
+        T *acc = be_scratch<T>(c, 0, len_r);
         if (!acc) return Status::no_memory;
         CMPI_CHECK(pipelined(c, x, acc, len_r, seg, own_encoded, &flags));
         return finish(c, flags, acc, len_r, out, result_norm);
     }
     uint8_t *send = c.ws->send.get(std::max<size_t>(send_total, 64));
     uint8_t *recv = c.ws->recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
-    float *acc = c.be->scratch(c.be_ctx, 0, std::max<size_t>(len_r, 1));
+    T *acc = be_scratch<T>(c, 0, std::max<size_t>(len_r, 1));
     if (!send || !recv || !acc) return Status::no_memory;
     {
         ScopedTimer t(c.stats->ns_encode);
@@ -276,17 +282,17 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
             p.stream = rng_stream(r, c.st->calls, 1, j);
             const uint8_t f = coll_encode(c, p, x + off[j], counts[j], send + soff[j], ssz[j]);
             flags |= f;
-            if (c.ef_new && !f) coll_ef_update(c, send + soff[j], ssz[j], x + off[j], counts[j], c.ef_new + off[j]);
+            if (c.ef_new && !f) coll_ef_update(c, send + soff[j], ssz[j], x + off[j], counts[j], ef_new_t<T>(c) + off[j]);
         }
         /* the own block added exact carries all of x: nothing owed (x - x = 0; a NaN/Inf there
          * makes the call fall back, and a residual is kept only after a success) */
         if (c.ef_new && counts[r] && !own_encoded)
-            c.be->sub(c.be_ctx, c.ef_new + off[r], x + off[r], x + off[r], counts[r]);
+            be_sub(c, ef_new_t<T>(c) + off[r], x + off[r], x + off[r], counts[r]);
     }
     for (int j = 0; j < P; ++j)
         if (j != r) {
             c.stats->bytes_wire += ssz[j];
-            c.stats->bytes_uncompressed_wire += counts[j] * sizeof(float);
+            c.stats->bytes_uncompressed_wire += counts[j] * sizeof(T);
         }
     CMPI_CHECK(exchange(c, equal, send, soff, ssz, recv, Sr, large));
     if (len_r) {
@@ -297,5 +303,8 @@ Status coll_reduce_scatter(CollCtx &c, const float *in, float *out, const size_t
     }
     return finish(c, flags, acc, len_r, out, result_norm);
 }
+
+template Status coll_reduce_scatter(CollCtx &, const float *, float *, const size_t *, double *);
+template Status coll_reduce_scatter(CollCtx &, const double *, double *, const size_t *, double *);
 
 }  // namespace compmpi

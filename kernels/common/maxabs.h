@@ -1,4 +1,4 @@
-/* Max of |x| over fp32 data, as the bit pattern of |x| (NaN/Inf compare above every finite
+/* Max of |x| over fp32 (fp64) data, as the bit pattern of |x| (NaN/Inf compare above every finite
  * value, so one scan also finds them). Scalar, AVX2 and AVX-512 give the same result; used
  * by the codecs that normalise by max-abs (q8, fp16). */
 #pragma once
@@ -51,6 +51,54 @@ __attribute__((target("avx512f"))) inline uint32_t avx512(const float *in, size_
 
 /* One block on the given path (the caller clamps lvl to simd_detect()). */
 inline uint32_t block(const float *in, size_t n, SimdLevel lvl) {
+    switch (lvl) {
+        case SimdLevel::avx512: return avx512(in, n);
+        case SimdLevel::avx2: return avx2(in, n);
+        default: return scalar(in, n);
+    }
+}
+
+/* ---- doubles: the |x| bit pattern as uint64 (NaN/Inf: >= 0x7FF0000000000000) */
+inline uint64_t scalar(const double *in, size_t n) {
+    uint64_t m = 0;
+    for (size_t i = 0; i < n; ++i) {
+        uint64_t u;
+        std::memcpy(&u, in + i, 8);
+        m = std::max<uint64_t>(m, u & 0x7FFFFFFFFFFFFFFFull);
+    }
+    return m;
+}
+
+__attribute__((target("avx2"))) inline uint64_t avx2(const double *in, size_t n) {
+    /* |x| patterns are below 2^63: the signed 64-bit compare orders them */
+    const __m256i abs = _mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i a = _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i)));
+        const __m256i b = _mm256_and_si256(abs, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i + 4)));
+        m0 = _mm256_blendv_epi8(m0, a, _mm256_cmpgt_epi64(a, m0));
+        m1 = _mm256_blendv_epi8(m1, b, _mm256_cmpgt_epi64(b, m1));
+    }
+    alignas(32) uint64_t v[4];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(v), _mm256_blendv_epi8(m0, m1, _mm256_cmpgt_epi64(m1, m0)));
+    uint64_t m = scalar(in + i, n - i);
+    for (uint64_t x : v) m = std::max(m, x);
+    return m;
+}
+
+__attribute__((target("avx512f"))) inline uint64_t avx512(const double *in, size_t n) {
+    const __m512i abs = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
+    __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm512_max_epu64(m0, _mm512_and_si512(abs, _mm512_loadu_si512(in + i)));
+        m1 = _mm512_max_epu64(m1, _mm512_and_si512(abs, _mm512_loadu_si512(in + i + 8)));
+    }
+    return std::max(scalar(in + i, n - i), static_cast<uint64_t>(_mm512_reduce_max_epu64(_mm512_max_epu64(m0, m1))));
+}
+
+inline uint64_t block(const double *in, size_t n, SimdLevel lvl) {
     switch (lvl) {
         case SimdLevel::avx512: return avx512(in, n);
         case SimdLevel::avx2: return avx2(in, n);

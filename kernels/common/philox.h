@@ -272,9 +272,9 @@ CMPI_AVX2 inline void draws16_avx2(const Stream &s, const KeysAvx2 &k, uint64_t 
  * ceil24's 2^24), and a NaN or t >= 2^31 converts to 0x80000000, A = 2^23: a hit, as well.
  * A tie lane (a == A) with R = 0 goes to refine_lanes, which finds no b < 0: no hit. */
 
-/* [u24 < t] of 8 elements e .. e + 7 with draws a: all-ones lanes where it holds. */
-CMPI_AVX2 inline __m256i below8_avx2(const Stream &s, uint64_t e, __m256i a, __m256 t) {
-    const __m256i C = _mm256_cvtps_epi32(_mm256_ceil_ps(t));
+/* [u24 < t] of 8 elements e .. e + 7 with draws a, given C = ceil(t) per lane (t >= 2^24 or NaN:
+ * see the note above): all-ones lanes where it holds. */
+CMPI_AVX2 inline __m256i below8c_avx2(const Stream &s, uint64_t e, __m256i a, __m256i C) {
     const __m256i A = _mm256_srli_epi32(C, 8);
     __m256i hit = _mm256_cmpgt_epi32(A, a);
     const uint32_t tie =
@@ -288,6 +288,11 @@ CMPI_AVX2 inline __m256i below8_avx2(const Stream &s, uint64_t e, __m256i a, __m
         hit = _mm256_or_si256(hit, m);
     }
     return hit;
+}
+
+/* [u24 < t] of 8 elements e .. e + 7 with draws a: all-ones lanes where it holds. */
+CMPI_AVX2 inline __m256i below8_avx2(const Stream &s, uint64_t e, __m256i a, __m256 t) {
+    return below8c_avx2(s, e, a, _mm256_cvtps_epi32(_mm256_ceil_ps(t)));
 }
 
 /* AVX-512: the draws of group q in a[l] (elements 64q + 16l + m), from the blocks of pairs

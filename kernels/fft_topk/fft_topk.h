@@ -136,6 +136,19 @@ std::string tune_plans(size_t len, PlanRigor rigor);
 bool adopt_plans(size_t len, PlanRigor rigor, const std::string &wisdom);
 void reset_plans(size_t len);
 
+/* fp64 (cpu/fft_topk64.cc; docs/codecs/fft_topk.md, "fp64"): FFTW's double transforms
+ * (FFTW_ESTIMATE plans only), 63-bit |c|^2 keys, the kept parts rounded to fp32 and quantised as
+ * for floats; the same layout except bytes 12..13: int16 sc, the parts are the quantised
+ * values times 2^sc (sc = the exponent of max|x|, the transform ran on x 2^-sc), 14..15 zero.
+ * encode: nonfinite for NaN/Inf, unsupported if 8 C max|x| > 1e307. decode_sum: always the
+ * spectral sum (one inverse transform per block), every payload validated first. */
+Status encode(const double *in, size_t n, int N, uint32_t param, double theta, uint8_t *out, size_t cap,
+              size_t *len, SimdLevel lvl, int threads, int mode = 0);
+Status decode(const uint8_t *in, size_t len, size_t n, int N, uint32_t param, double *out, bool add, SimdLevel lvl,
+              int threads, int mode = 0);
+Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, int N, uint32_t param, double *out,
+                  bool add, SimdLevel lvl, int threads, int mode = 0);
+
 /* For benchmarks: the forward and inverse transforms alone, with the codec's plans and
  * buffers (x -> blockwise r2c -> c2r -> y, unnormalised). */
 void transforms_only(const float *x, size_t n, uint32_t param, float *y, int threads);

@@ -1,4 +1,4 @@
-libcompmpi_core_la_SOURCES += kernels/fft_topk/fft_topk.h kernels/fft_topk/cpu/fft_topk.cc
+libcompmpi_core_la_SOURCES += kernels/fft_topk/fft_topk.h kernels/fft_topk/cpu/fft_topk.cc kernels/fft_topk/cpu/fft_topk64.cc
 check_PROGRAMS += tests/unit/test_fft_topk
 TESTS_UNIT += tests/unit/test_fft_topk
 tests_unit_test_fft_topk_SOURCES = tests/unit/test_fft_topk.cc tests/unit/testutil.h

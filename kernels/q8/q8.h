@@ -81,4 +81,14 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *
  * scale is not valid for the type (nothing is written then). */
 Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdLevel lvl, int threads);
 
+/* fp64 (docs/codecs/q8.md, "fp64"): the same payload (fp32 scale + n codes). The scale is
+ * max |x| in double rounded up to fp32 (the offset types: the smallest 10^k whose top value
+ * holds max |x|, compared in double); max |x| > FLT_MAX -> nonfinite (no fp32 scale holds it:
+ * the exact path). Codes: the fp32 rule applied to the exact double |x| / s. Decoded value
+ * = magnitude * s, exact in double. */
+Status scale_of(const double *in, size_t n, int type, SimdLevel lvl, int threads, float *scale);
+Status encode(const double *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads, float fixed_scale = -1);
+Status decode(const uint8_t *in, size_t n, int type, double *out, bool add, SimdLevel lvl, int threads);
+Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, double *out, SimdLevel lvl, int threads);
+
 }  // namespace compmpi::q8

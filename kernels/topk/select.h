@@ -1,12 +1,14 @@
 /* Exact top-k selection and bitmap helpers shared by the sparsifying codecs (topk, fft_topk).
  *
- * Positions 0..n-1 carry 31-bit keys (larger = more important; key 0 may mean "never keep"
- * to the caller, it is an ordinary key here). The k positions kept are the k largest keys,
- * ties broken by the smaller position: exactly
+ * Positions 0..n-1 carry 31-bit keys (uint32_t: |x| bits of floats) or 63-bit keys (uint64_t:
+ * |x| bits of doubles); larger = more important (key 0 may mean "never keep" to the caller,
+ * it is an ordinary key here). The k positions kept are the k largest keys, ties broken by
+ * the smaller position: exactly
  *     { i : key(i) > T }  plus the first `need` positions (in index order) with key(i) == T.
- * Found by a three-level radix select (11 + 11 + 9 bits): one histogram pass over every key,
- * one pass that gathers the keys of the threshold bucket per segment, then two histograms
- * over those candidates only. Every count is an integer sum over fixed segments, so the
+ * Found by a radix select: one histogram pass over every key's top 11 bits (31-bit keys: bits
+ * 30..20, 63-bit keys: 62..52, the exponent of a double), one pass that gathers the keys of the
+ * threshold bucket per segment, then histograms of the next 11 bits (fewer for the last level)
+ * over those candidates only: 11 + 11 + 9 bits for 31-bit keys, 11 + 11 x 4 + 8 for 63-bit keys. Every count is an integer sum over fixed segments, so the
  * result (and everything a caller writes from it) is the same for any thread count.
  *
  * Positions are processed in segments of kSegWords 64-bit bitmap words; a caller's write pass
@@ -18,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace compmpi::sparse {
@@ -40,14 +43,28 @@ inline uint64_t keep_count(size_t n, double theta) {
     return static_cast<uint64_t>((num + kScale - 1) / kScale);
 }
 
-struct Selection {
+/* K: the key type (uint32_t: 31-bit keys, uint64_t: 63-bit keys). */
+template <class K> struct SelectionT {
     uint64_t k = 0;
-    uint32_t T = 0;              /* keep key > T, plus take[s] ties (key == T) in segment s */
+    K T = 0;                     /* keep key > T, plus take[s] ties (key == T) in segment s */
     bool all_above = false;      /* k == 0: nothing kept (T is then meaningless) */
-    uint64_t nonfinite = 0;      /* keys >= 0x7F800000 (|x| bits of NaN/Inf); counted unless k == 0 */
+    uint64_t nonfinite = 0;      /* keys of NaN/Inf |x| bits (>= KeyBits<K>::kNonfinite); counted unless k == 0 */
     std::vector<uint64_t> take;  /* per segment: ties kept */
     std::vector<uint64_t> kept;  /* per segment: positions kept */
     std::vector<uint64_t> off;   /* per segment: kept positions before it */
+};
+using Selection = SelectionT<uint32_t>;
+using Selection64 = SelectionT<uint64_t>;
+
+/* Key widths: bits used, and the smallest key of a NaN/Inf (|x| bits of the element type). */
+template <class K> struct KeyBits;
+template <> struct KeyBits<uint32_t> {
+    static constexpr int kBits = 31;
+    static constexpr uint32_t kNonfinite = 0x7F800000u;
+};
+template <> struct KeyBits<uint64_t> {
+    static constexpr int kBits = 63;
+    static constexpr uint64_t kNonfinite = 0x7FF0000000000000ull;
 };
 
 /* Keep the lowest *rem set bits of eq; *rem decreases by the number kept. */
@@ -114,14 +131,18 @@ inline uint32_t find_bucket(const uint64_t *h, uint32_t nb, uint64_t *need) {
 }
 }  // namespace detail
 
-/* key(i) for i in [0, n): uint32_t below 2^31. Stops after the first pass if any key is
- * >= 0x7F800000 (sel->nonfinite > 0): NaN/Inf when keys are |x| bits. */
-inline constexpr uint32_t kLevel1Buckets = 2048; /* key bits 30..20 */
+/* key(i) for i in [0, n): uint32_t below 2^31 or uint64_t below 2^63. Stops after the first
+ * pass if any key is >= KeyBits<K>::kNonfinite (sel->nonfinite > 0): NaN/Inf when keys are |x|
+ * bits. */
+inline constexpr uint32_t kLevel1Buckets = 2048; /* the key's top 11 bits */
+/* the shift of the level-1 bucket: key >> kLevel1Shift<K> */
+template <class K> inline constexpr int kLevel1Shift = KeyBits<K>::kBits - 11;
 
-/* h1_pre (optional): a histogram of key >> 20 over all n keys (kLevel1Buckets counts) that the
- * caller built while producing the keys; skips the first pass. */
-template <class KeyFn>
-void select_topk(size_t n, uint64_t k, KeyFn key, int threads, Selection *sel, const uint64_t *h1_pre = nullptr) {
+/* h1_pre (optional): a histogram of key >> kLevel1Shift<K> over all n keys (kLevel1Buckets
+ * counts) that the caller built while producing the keys; skips the first pass. */
+template <class KeyFn, class K = std::invoke_result_t<KeyFn &, size_t>>
+void select_topk(size_t n, uint64_t k, KeyFn key, int threads, SelectionT<K> *sel, const uint64_t *h1_pre = nullptr) {
+    constexpr int s1 = kLevel1Shift<K>;
     const size_t nseg = segs_of(n);
     sel->k = k;
     sel->T = 0;
@@ -133,7 +154,7 @@ void select_topk(size_t n, uint64_t k, KeyFn key, int threads, Selection *sel, c
     if (k == 0 || n == 0) return;
     const bool par = n >= kParallelMin && threads > 1;
 
-    /* level 1: histogram of key bits 30..20 */
+    /* level 1: histogram of the top 11 key bits */
     constexpr uint32_t kB1 = kLevel1Buckets;
     std::vector<uint64_t> h1(kB1, 0);
     if (h1_pre) std::copy(h1_pre, h1_pre + kB1, h1.begin());
@@ -149,55 +170,58 @@ void select_topk(size_t n, uint64_t k, KeyFn key, int threads, Selection *sel, c
                 const size_t lo = s * kSegPos, hi = std::min(n, lo + kSegPos);
                 size_t i = lo;
                 for (; i + 2 <= hi; i += 2) { /* two histograms: neighbours often share a bucket */
-                    ++a[key(i) >> 20];
-                    ++b[key(i + 1) >> 20];
+                    ++a[key(i) >> s1];
+                    ++b[key(i + 1) >> s1];
                 }
-                if (i < hi) ++a[key(i) >> 20];
+                if (i < hi) ++a[key(i) >> s1];
                 for (uint32_t j = 0; j < kB1; ++j) local[j] += a[j] + b[j];
             }
 #pragma omp critical(compmpi_select_h1)
             for (uint32_t j = 0; j < kB1; ++j) h1[j] += local[j];
         }
     }
-    for (uint32_t j = 0x7F800000u >> 20; j < kB1; ++j) sel->nonfinite += h1[j];
+    for (uint32_t j = static_cast<uint32_t>(KeyBits<K>::kNonfinite >> s1); j < kB1; ++j) sel->nonfinite += h1[j];
     if (sel->nonfinite) return;
     uint64_t need = k;
     const uint32_t b1 = detail::find_bucket(h1.data(), kB1, &need);
 
     /* gather the keys of bucket b1 per segment; count the keys above it */
-    std::vector<std::vector<uint32_t>> cand(nseg);
+    std::vector<std::vector<K>> cand(nseg);
     std::vector<uint64_t> above(nseg, 0);
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (size_t s = 0; s < nseg; ++s) {
         const size_t lo = s * kSegPos, hi = std::min(n, lo + kSegPos);
         uint64_t gt = 0;
-        std::vector<uint32_t> &c = cand[s];
+        std::vector<K> &c = cand[s];
         for (size_t i = lo; i < hi; ++i) {
-            const uint32_t kk = key(i), top = kk >> 20;
+            const K kk = key(i);
+            const uint32_t top = static_cast<uint32_t>(kk >> s1);
             gt += top > b1;
             if (top == b1) c.push_back(kk);
         }
         above[s] = gt;
     }
 
-    /* levels 2 and 3 over the candidates only */
-    constexpr uint32_t kB2 = 2048, kB3 = 512;
-    std::vector<uint64_t> h2(kB2, 0), h3(kB3, 0);
-    for (const auto &c : cand)
-        for (uint32_t kk : c) ++h2[(kk >> 9) & (kB2 - 1)];
-    const uint32_t b2 = detail::find_bucket(h2.data(), kB2, &need);
-    for (const auto &c : cand)
-        for (uint32_t kk : c)
-            if (((kk >> 9) & (kB2 - 1)) == b2) ++h3[kk & (kB3 - 1)];
-    const uint32_t b3 = detail::find_bucket(h3.data(), kB3, &need);
-    const uint32_t T = (b1 << 20) | (b2 << 9) | b3;
+    /* the next levels over the candidates only: 11 bits at a time, the last one what is left;
+     * T's bits above `shift` are decided (prefix), candidates outside the prefix are skipped */
+    K T = static_cast<K>(b1);
+    for (int shift = s1; shift > 0;) {
+        const int width = shift > 11 ? 11 : shift;
+        shift -= width;
+        const uint32_t nb = 1u << width;
+        std::vector<uint64_t> h(nb, 0);
+        for (const auto &c : cand)
+            for (K kk : c)
+                if ((kk >> (shift + width)) == T) ++h[static_cast<uint32_t>(kk >> shift) & (nb - 1)];
+        T = static_cast<K>((T << width) | detail::find_bucket(h.data(), nb, &need));
+    }
     sel->T = T;
 
     /* per segment: keys above T, ties, and the ties it may take (lowest positions first) */
     uint64_t ties_left = need, total = 0;
     for (size_t s = 0; s < nseg; ++s) {
         uint64_t gt = above[s], eq = 0;
-        for (uint32_t kk : cand[s]) {
+        for (K kk : cand[s]) {
             gt += kk > T;
             eq += kk == T;
         }

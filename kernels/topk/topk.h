@@ -14,7 +14,10 @@
  *             form 2: f32 value[n] (zero where not kept)                       16 + 4n
  * The form is the smallest of the three (index lists only while n < 2^32; ties prefer the
  * bitmap, then the list), so the size is a function of (n, k) alone. theta is encode-side
- * context (CodecParams::theta), not on the wire: the decoder needs only k and the form. */
+ * context (CodecParams::theta), not on the wire: the decoder needs only k and the form.
+ * fp64 (elem 1): the same layout with f64 values (vb = 8 bytes per value): list 16 + 12k,
+ * bitmap 16 + 8 ceil(n/64) + 8k, dense 16 + 8n, the form chosen by the same rule on those
+ * sizes; |x| bits are 63-bit keys (select.h). */
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +31,8 @@ enum Form : uint8_t { kList = 0, kBitmap = 1, kDense = 2 };
 
 /* The smallest form for (n, k): index lists only while n < 2^32; ties prefer the bitmap,
  * then the list. Inline: the CUDA module (which cannot link the core) uses the same rule. */
-inline Form choose_form(size_t n, uint64_t k) {
-    const size_t bm = 8 * ((n + 63) / 64) + 4 * k, list = 8 * k, dense = 4 * n;
+inline Form choose_form(size_t n, uint64_t k, size_t vb = 4) {
+    const size_t bm = 8 * ((n + 63) / 64) + vb * k, list = (4 + vb) * k, dense = vb * n;
     Form f = kBitmap;
     size_t best = bm;
     if (n <= 0xFFFFFFFFull && list < best) {
@@ -39,11 +42,12 @@ inline Form choose_form(size_t n, uint64_t k) {
     if (dense < best) f = kDense;
     return f;
 }
-inline size_t payload_bytes(size_t n, uint64_t k) {
-    switch (choose_form(n, k)) {
-        case kList: return kHeaderBytes + 8 * k;
-        case kBitmap: return kHeaderBytes + 8 * ((n + 63) / 64) + 4 * k;
-        default: return kHeaderBytes + 4 * n;
+/* vb: bytes per value, 4 (fp32) or 8 (fp64) */
+inline size_t payload_bytes(size_t n, uint64_t k, size_t vb = 4) {
+    switch (choose_form(n, k, vb)) {
+        case kList: return kHeaderBytes + (4 + vb) * k;
+        case kBitmap: return kHeaderBytes + 8 * ((n + 63) / 64) + vb * k;
+        default: return kHeaderBytes + vb * n;
     }
 }
 
@@ -51,6 +55,10 @@ inline size_t payload_bytes(size_t n, uint64_t k) {
 Status encode(const float *in, size_t n, double theta, uint8_t *out, size_t cap, size_t *len, SimdLevel lvl,
               int threads);
 Status decode(const uint8_t *in, size_t len, size_t n, float *out, bool add, SimdLevel lvl, int threads);
+/* The same on doubles (f64 values). */
+Status encode(const double *in, size_t n, double theta, uint8_t *out, size_t cap, size_t *len, SimdLevel lvl,
+              int threads);
+Status decode(const uint8_t *in, size_t len, size_t n, double *out, bool add, SimdLevel lvl, int threads);
 
 }  // namespace compmpi::topk
 

@@ -152,6 +152,23 @@ Status parse_codec(const SettingDesc &d, std::string_view raw, setting_CODEC *ou
     return Status::ok;
 }
 
+/* "off", "abs:X" or "rel:X" with X a finite number > 0 (rel: below 1) */
+Status parse_bound(const SettingDesc &d, std::string_view raw, setting_BOUND *out, std::string *err) {
+    const std::string t = lower(trim(raw));
+    if (t == "off" || t == "0" || t == "none") return *out = 0, Status::ok;
+    const bool rel = t.rfind("rel:", 0) == 0;
+    if (!rel && t.rfind("abs:", 0) != 0) return fail(d, raw, err, "expected off, abs:X or rel:X");
+    const std::string num = trim(t.substr(4));
+    char *end = nullptr;
+    errno = 0;
+    const double v = num.empty() ? 0 : std::strtod(num.c_str(), &end);
+    if (num.empty() || errno || *end || !std::isfinite(v) || !(v > 0))
+        return fail(d, raw, err, "the bound must be a finite number above 0");
+    if (rel && !(v < 1)) return fail(d, raw, err, "a relative bound must be below 1");
+    *out = rel ? -v : v;
+    return Status::ok;
+}
+
 /* One parser per TYPE token of settings.def. */
 Status parse_ENUM(const SettingDesc &d, std::string_view t, setting_ENUM *o, std::string *e) { return parse_enum(d, t, o, e); }
 Status parse_LIST(const SettingDesc &d, std::string_view t, setting_LIST *o, std::string *e) { return parse_list(d, t, o, e); }
@@ -160,6 +177,7 @@ Status parse_FLOAT(const SettingDesc &d, std::string_view t, setting_FLOAT *o, s
 Status parse_SIZE(const SettingDesc &d, std::string_view t, setting_SIZE *o, std::string *e) { return parse_value(d, t, o, e); }
 Status parse_BOOL(const SettingDesc &d, std::string_view t, setting_BOOL *o, std::string *e) { return parse_value(d, t, o, e); }
 Status parse_CODEC(const SettingDesc &d, std::string_view t, setting_CODEC *o, std::string *e) { return parse_codec(d, t, o, e); }
+Status parse_BOUND(const SettingDesc &d, std::string_view t, setting_BOUND *o, std::string *e) { return parse_bound(d, t, o, e); }
 
 std::string nth_allowed(const char *allowed, int idx) {
     std::string s(allowed);
@@ -185,6 +203,10 @@ std::string fmt_FLOAT(const SettingDesc &, setting_FLOAT v) {
     return b;
 }
 std::string fmt_SIZE(const SettingDesc &, setting_SIZE v) { return std::to_string(v); }
+std::string fmt_BOUND(const SettingDesc &d, setting_BOUND v) {
+    if (!error_bound_on(v)) return "off";
+    return (error_bound_relative(v) ? "rel:" : "abs:") + fmt_FLOAT(d, error_bound_value(v));
+}
 std::string fmt_BOOL(const SettingDesc &, setting_BOOL v) { return v ? "1" : "0"; }
 std::string fmt_CODEC(const SettingDesc &, setting_CODEC v) {
     const char *name = codec_id_name(v);

@@ -10,7 +10,7 @@
 
 namespace compmpi {
 
-enum class SettingType { ENUM, LIST, INT, FLOAT, SIZE, BOOL, CODEC };
+enum class SettingType { ENUM, LIST, INT, FLOAT, SIZE, BOOL, CODEC, BOUND };
 enum class SettingScope { GLOBAL, COMM };
 
 enum class SettingId : int {
@@ -107,6 +107,11 @@ using setting_FLOAT = double;
 using setting_SIZE = uint64_t;
 using setting_BOOL = bool;
 using setting_CODEC = int32_t;  /* codec id (src/base/codecs.def) */
+/* an error bound: 0 = off, X > 0 = "abs:X", X < 0 = "rel:|X|" (error_bound_abs/rel below) */
+using setting_BOUND = double;
+inline bool error_bound_on(setting_BOUND b) { return b != 0; }
+inline bool error_bound_relative(setting_BOUND b) { return b < 0; }
+inline double error_bound_value(setting_BOUND b) { return b < 0 ? -b : b; }
 
 struct Settings {
 #define COMPMPI_SETTING(id, type, def, scope, allowed, doc) setting_##type id;

@@ -27,7 +27,7 @@ enum class Coll : int { allreduce = 0, allgather = 1, bcast = 2, iallreduce = 3,
 const char *coll_name(Coll c);
 
 /* Reasons a call passes through; the eligibility table (src/runtime/eligibility.cc) names them. */
-inline constexpr int kMaxReasons = 24;
+inline constexpr int kMaxReasons = 32;
 
 struct CollStats {
     std::atomic<uint64_t> compressed{0}, passthrough{0};

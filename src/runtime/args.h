@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "base/stats.h"
+#include "codec.h"
 
 namespace compmpi {
 
@@ -22,9 +23,10 @@ struct CollArgs {
     int root;                /* bcast only */
     MPI_Comm comm;
     bool large_count;        /* came in through an MPI-4 _c entry point */
-    /* Floats this rank contributes (allgather: its block), from the type signature; set by
-     * eligibility_precheck when the datatype rule passes, -1 before. */
+    /* Values this rank contributes (allgather: its block), from the type signature; set by
+     * eligibility_precheck when the datatype rule passes, -1 before; and their type. */
     MPI_Count elems = -1;
+    Elem elem = Elem::f32;
     /* The user's receive buffer when recvbuf points into a packed copy (FloatView): the
      * key of per-buffer state (awp, error feedback). nullptr: recvbuf itself. */
     const void *key = nullptr;

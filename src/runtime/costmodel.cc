@@ -195,10 +195,10 @@ bool cost_blocking_exact(CommState &st, const CollArgs &a) {
     if (!cost_gated(s) || !st.cost) return false;
     const size_t n = static_cast<size_t>(coll_elements(a));
     Plan plan;
-    if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) return false;
-    const size_t bytes = n * sizeof(float);
+    if (policy_plan(st, a.kind, n, a.root, &plan, a.elem) != Status::ok) return false;
+    const size_t bytes = n * elem_bytes(a.elem);
     auto it = st.cost->entries.find({static_cast<int>(a.kind), cost_size_class(bytes),
-                                     static_cast<int>(plan.codec->id), plan.params.bits});
+                                     cost_codec_key(plan.codec->id, a.elem), plan.params.bits});
     if (it == st.cost->entries.end()) return false;
     const CostEntry &e = it->second;
     return cost_entry_decided(e) && !cost_entry_verdict(e, s.cost_margin);

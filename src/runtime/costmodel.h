@@ -36,6 +36,7 @@
 
 #include "base/settings.h"
 #include "base/stats.h"
+#include "codec.h"
 
 namespace compmpi {
 
@@ -118,6 +119,10 @@ struct CollArgs;
  * a's class and plan? (a non-blocking or persistent call then goes to PMPI at once:
  * src/runtime/eligibility.h, eligibility_entry). Caller holds st.mu. */
 bool cost_blocking_exact(CommState &st, const CollArgs &a);
+
+/* The codec part of an entry's key: the codec id and the element type (an fp64 plan is
+ * another plan: its own samples). */
+inline int cost_codec_key(CodecId codec, Elem e) { return static_cast<int>(codec) | (static_cast<int>(e) << 8); }
 
 /* Size class of a payload: floor(log2(bytes)). */
 int cost_size_class(size_t bytes);

@@ -24,21 +24,22 @@ template <class F> int with_host_copies(const CollArgs &a, const CommState &st, 
                              : coll_result_elements(a, st.rank, st.size);
     const bool send_dev = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf);
     const bool recv_dev = cuda_is_device_ptr(a.recvbuf);
+    const size_t es = elem_bytes(a.elem);
     CollArgs b = a;
-    std::vector<float> hin, hout;
+    std::vector<double> hin, hout; /* 8-byte aligned for either element type */
     if (send_dev) {
-        hin.resize(n_in);
-        if (m.memcpy_sync(hin.data(), a.sendbuf, n_in * sizeof(float))) return MPI_ERR_BUFFER;
+        hin.resize((n_in * es + 7) / 8);
+        if (m.memcpy_sync(hin.data(), a.sendbuf, n_in * es)) return MPI_ERR_BUFFER;
         b.sendbuf = hin.data();
     }
     if (recv_dev) {
-        hout.resize(n_out);
+        hout.resize((n_out * es + 7) / 8);
         /* the receive buffer holds input too: in place, and at the bcast root */
-        if (m.memcpy_sync(hout.data(), a.recvbuf, n_out * sizeof(float))) return MPI_ERR_BUFFER;
+        if (m.memcpy_sync(hout.data(), a.recvbuf, n_out * es)) return MPI_ERR_BUFFER;
         b.recvbuf = hout.data();
     }
     int rc = fn(b);
-    if (recv_dev && m.memcpy_sync(a.recvbuf, hout.data(), n_out * sizeof(float))) return MPI_ERR_BUFFER;
+    if (recv_dev && m.memcpy_sync(a.recvbuf, hout.data(), n_out * es)) return MPI_ERR_BUFFER;
     return rc;
 }
 
@@ -64,7 +65,9 @@ int device_run_placed(const CollArgs &a, CommState &st) {
     const CudaModule *m = cuda_module();
     if (!m) device_abort(a, "the CUDA module is not available (see the message above)");
     const bool mixed = a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && send_dev != recv_dev;
-    if (!mixed) {
+    /* a backend without the element type's operations (the CUDA module has no fp64 kernels
+     * yet) is staged through host memory like a mix of buffers */
+    if (!mixed && backend_has_elem(*m->backend, a.elem)) {
         DeviceState &d = st.dev;
         if (!d.ctx) {
             d.ctx = m->ctx_create(cuda_core_api());
@@ -77,7 +80,7 @@ int device_run_placed(const CollArgs &a, CommState &st) {
             if (!b->has_allocator()) b->use_allocator(m->mem_alloc, m->mem_free, kMemPinned);
         return run_on(a, st, *m->backend, d.ctx, m, key, &d.ws_pinned);
     }
-    /* one buffer on the host, one on the device: compress on the host */
+    /* one buffer on the host, one on the device, or doubles: compress on the host */
     return with_host_copies(a, st, *m, [&](const CollArgs &b) {
         return run_on(b, st, backend_cpu(), &st.coll.cpu, m, key, &st.coll.ws);
     });

@@ -4,8 +4,11 @@
 
 namespace compmpi {
 
-std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n, size_t max_bytes) {
-    const BufferKey k{reinterpret_cast<uintptr_t>(key), n};
+std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n, Elem elem, size_t max_bytes) {
+    /* doubles: 2 words an element, and their own key (a buffer's floats and doubles differ) */
+    const size_t w = elem == Elem::f64 ? 2 : 1;
+    const BufferKey k{reinterpret_cast<uintptr_t>(key), n | (w == 2 ? size_t{1} << (sizeof(size_t) * 8 - 1) : 0)};
+    n *= w;
     auto it = st.ef.find(k);
     if (it != st.ef.end()) return &it->second;
     /* a new residual: restart the table if it would pass either cap (rank-local state) */
@@ -42,15 +45,17 @@ EfCall::EfCall(const CollArgs &a, CommState &st, const Plan &plan, const CudaMod
         n_ = 0;
         for (int j = 0; j < st.size; ++j) n_ += static_cast<size_t>(coll_block_count(a, j));
     }
-    if (!m) {
-        host_ = state_ef_residual(st, key, n_); /* caps: src/runtime/state.h */
+    /* host buffers, and device buffers staged through host memory (compressed on the CPU
+     * backend): the residual in host memory */
+    if (!m || !st.dev.ctx || be_ctx != st.dev.ctx) {
+        host_ = state_ef_residual(st, key, n_, a.elem); /* caps: src/runtime/state.h */
         c.ef_res = host_->data();
-        c.ef_new = state_ef_scratch(st, n_);
+        c.ef_new = state_ef_scratch(st, host_->size());
         return;
     }
     /* device buffers on the device backend: residuals in device memory, owned by the
      * module's context (docs/gpu.md); none if they cannot be allocated */
-    dev_ = st.dev.ctx && be_ctx == st.dev.ctx;
+    dev_ = a.elem == Elem::f32; /* the module's residuals are floats (doubles are staged) */
     if (!dev_) return;
     float *next = nullptr;
     if (const float *r = m->ef_residual(be_ctx, key, n_, &next)) c.ef_res = r, c.ef_new = next;

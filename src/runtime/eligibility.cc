@@ -5,6 +5,9 @@
 
 #include "codec.h"
 #include "runtime/cuda_loader.h"
+#include <atomic>
+
+#include "base/log.h"
 #include "base/mpi_family.h"
 #include "runtime/costmodel.h"
 #include "runtime/progress.h"
@@ -18,37 +21,40 @@ using PreRule = bool (*)(CollArgs &);
 using StateRule = bool (*)(const CollArgs &, const CommState &);
 
 /* Decided from the type signature only, which MPI requires every rank to share: the same
- * answer on every rank however each describes its buffer (src/runtime/eligibility.h). */
-bool is_float(CollArgs &a) {
+ * answer on every rank however each describes its buffer (src/runtime/eligibility.h). Floats
+ * or doubles; a.elem says which. */
+bool is_fp(CollArgs &a) {
     MPI_Count k = 0, elems = 0;
+    Elem e = Elem::f32;
     switch (a.kind) {
         case Coll::allreduce:
-            if (!float_predefined(a.datatype)) return false;
+            if (!fp_predefined(a.datatype, &e)) return false;
             elems = a.count;
             break;
         case Coll::bcast:
-            if (!float_signature(a.datatype, &k)) return false;
+            if (!fp_signature(a.datatype, &e, &k)) return false;
             elems = a.count * k;
             break;
         case Coll::allgather: {
-            if (!float_signature(a.recvtype, &k)) return false;
+            if (!fp_signature(a.recvtype, &e, &k)) return false;
             elems = a.recvcount * k;
             if (a.sendbuf != MPI_IN_PLACE) {
                 MPI_Count ks = 0;
-                if (!float_signature(a.datatype, &ks) || a.count * ks != elems) return false;
+                Elem es = Elem::f32;
+                if (!fp_signature(a.datatype, &es, &ks) || es != e || a.count * ks != elems) return false;
             }
             break;
         }
         case Coll::reduce_scatter_block:
         case Coll::reduce_scatter: {
             /* MPI_SUM on predefined types only, as allreduce; the input is every rank's block */
-            if (!float_predefined(a.datatype)) return false;
+            if (!fp_predefined(a.datatype, &e)) return false;
             int p = 0;
             if (PMPI_Comm_size(a.comm, &p) != MPI_SUCCESS) return false;
             for (int j = 0; j < p; ++j) {
-                const MPI_Count k = coll_block_count(a, j);
-                if (k < 0) return false;
-                elems += k;
+                const MPI_Count kb = coll_block_count(a, j);
+                if (kb < 0) return false;
+                elems += kb;
             }
             break;
         }
@@ -58,9 +64,10 @@ bool is_float(CollArgs &a) {
     if (elems > INT_MAX) return false; /* the exact fallback of the float view needs int counts */
 #endif
     a.elems = elems;
+    a.elem = e;
     return true;
 }
-/* The MPI's 16-bit float type (src/base/mpi_family.h): named apart from other datatypes. */
+
 bool not_float16(CollArgs &a) {
     return !mpi_is_float16(a.datatype) && !(a.kind == Coll::allgather && mpi_is_float16(a.recvtype));
 }
@@ -88,7 +95,54 @@ bool fft_alike(const CollArgs &, const CommState &st) {
     return st.settings.codec != static_cast<int>(CodecId::fft_topk) || st.fft > 0;
 }
 bool big_enough(const CollArgs &a, const CommState &st) {
-    return static_cast<uint64_t>(coll_elements(a)) * sizeof(float) >= st.settings.min_bytes;
+    return static_cast<uint64_t>(coll_elements(a)) * elem_bytes(a.elem) >= st.settings.min_bytes;
+}
+/* doubles: only with a codec that has an fp64 form (src/base/codecs.def, kernels/codec.h) */
+bool codec_fp64(const CollArgs &a, const CommState &st) {
+    if (a.elem != Elem::f64) return true;
+    const CodecOps *c = codec_by_id(st.settings.codec);
+    return c && codec_has_elem(*c, Elem::f64);
+}
+/* doubles: an explicit width must be one the codec has for doubles (bitpack: 16..64). The
+ * setting is the user's: refused for doubles with a message (once per process), applied to
+ * floats. */
+bool bits_fp64(const CollArgs &a, const CommState &st) {
+    if (a.elem != Elem::f64 || !st.settings.bits) return true;
+    const CodecOps *c = codec_by_id(st.settings.codec);
+    if (!c || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f64)) return true;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        log_warn("bits=%lld is not a width codec %s has for doubles (%d..%d in steps of %d): calls on doubles pass "
+                 "through to MPI unchanged (reason bits_no_fp64); floats keep bits=%lld",
+                 static_cast<long long>(st.settings.bits), c->name, c->bits64_min, c->bits64_max, c->bits64_step,
+                 static_cast<long long>(st.settings.bits));
+    return false;
+}
+/* error_bound: host data only (device buffers would need the bound's scans on the device; no
+ * GPU was available to test one): device calls pass through, reason error_bound_device */
+bool bound_host(const CollArgs &a, const CommState &st) {
+    if (!error_bound_on(st.settings.error_bound)) return true;
+    return !(cuda_is_device_ptr(a.recvbuf) ||
+             (a.sendbuf && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf)));
+}
+/* floats: a codec with an fp32 form (not fp32, which narrows doubles), and a width it has for
+ * floats (bits 40..64 are widths for doubles only) */
+bool codec_fp32(const CollArgs &a, const CommState &st) {
+    if (a.elem != Elem::f32) return true;
+    const CodecOps *c = codec_by_id(st.settings.codec);
+    return c && codec_has_elem(*c, Elem::f32);
+}
+bool bits_fp32(const CollArgs &a, const CommState &st) {
+    if (a.elem != Elem::f32 || !st.settings.bits) return true;
+    const CodecOps *c = codec_by_id(st.settings.codec);
+    if (!c || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f32)) return true;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        log_warn("bits=%lld is not a width codec %s has for floats (%d..%d in steps of %d): calls on floats pass "
+                 "through to MPI unchanged (reason bits_no_fp32); doubles keep bits=%lld",
+                 static_cast<long long>(st.settings.bits), c->name, c->bits_min, c->bits_max, c->bits_step,
+                 static_cast<long long>(st.settings.bits));
+    return false;
 }
 bool valid_root(const CollArgs &a, const CommState &st) { return a.kind != Coll::bcast || (a.root >= 0 && a.root < st.size); }
 
@@ -98,7 +152,7 @@ struct StateEntry { const char *name; StateRule ok; };
 /* Order matters only for which reason is reported. */
 const PreEntry kPre[] = {
     {"float16", not_float16},
-    {"datatype", is_float},
+    {"datatype", is_fp},
     {"op", is_sum},
     {"empty", non_empty},
     {"aliased_buffers", no_alias},
@@ -109,9 +163,14 @@ const StateEntry kState[] = {
     {"settings_mismatch", agreed},
     {"collective_disabled", coll_enabled},
     {"codec_none", codec_on},
+    {"codec_no_fp64", codec_fp64},
+    {"codec_no_fp32", codec_fp32},
+    {"bits_no_fp32", bits_fp32},
+    {"bits_no_fp64", bits_fp64},
     {"fft_ranks_differ", fft_alike},
     {"below_min_bytes", big_enough},
     {"invalid_root", valid_root},
+    {"error_bound_device", bound_host},
 };
 constexpr int kNumPre = sizeof kPre / sizeof kPre[0];
 constexpr int kNumState = sizeof kState / sizeof kState[0];

@@ -32,37 +32,46 @@ const char *eligibility_reason_name(int reason);
 int eligibility_reason(const char *name);
 
 /* ---- Datatypes, decided by type signature (what MPI makes every rank share).
- * A call is eligible when its signature is a run of 4-byte IEEE floats: MPI_FLOAT, or
- * MPI_REAL / MPI_REAL4 whose size is 4 at run time, or any derived type (contiguous,
- * vector, indexed, struct, resized, subarray, ...) built only of those. Where the floats
- * lie in memory is each rank's own business: one dense in-order run is used in place,
- * anything else is packed into a scratch copy (and unpacked after), so ranks that describe
- * the same data with different datatypes take the same path and exchange the same bytes.
- * MPI_SUM is defined by MPI only for predefined datatypes (MPICH refuses derived ones), so
- * allreduce additionally needs a predefined float type: a derived one reaches MPI, which
- * reports the error exactly as without libcompmpi. */
+ * A call is eligible when its signature is a run of IEEE values of one type: 4-byte floats
+ * (MPI_FLOAT, MPI_REAL / MPI_REAL4 of size 4) or 8-byte doubles (MPI_DOUBLE, MPI_REAL8,
+ * MPI_DOUBLE_PRECISION, MPI_REAL of size 8), or any derived type (contiguous, vector,
+ * indexed, struct, resized, subarray, ...) built only of one of those. Where the values lie
+ * in memory is each rank's own business: one dense in-order run is used in place, anything
+ * else is packed into a scratch copy (and unpacked after), so ranks that describe the same
+ * data with different datatypes take the same path and exchange the same bytes. MPI_SUM is
+ * defined by MPI only for predefined datatypes (MPICH refuses derived ones), so allreduce
+ * and reduce-scatter additionally need a predefined type: a derived one reaches MPI, which
+ * reports the error exactly as without libcompmpi. CollArgs::elem says which type a call has. */
 
-/* True if t's type signature holds only 4-byte IEEE floats; *k = floats per element. */
-bool float_signature(MPI_Datatype t, MPI_Count *k);
-/* True if t is MPI_FLOAT, or MPI_REAL / MPI_REAL4 of size 4. */
-bool float_predefined(MPI_Datatype t);
-/* True if count elements of float-signature type t lay their floats out as one dense run in
- * signature order; *offset = byte offset of the first float from the buffer address.
- * False (pack) for any layout it does not prove dense, however simple. */
-bool float_dense(MPI_Datatype t, MPI_Count count, MPI_Aint *offset);
-/* Copy the count*k floats of buf (type t) in signature order to out, or back (MPI's own
- * packing engine, external32 representation then byte order fixed). MPI error code. */
-int floats_pack(const void *buf, MPI_Count count, MPI_Datatype t, float *out, MPI_Count n);
-int floats_unpack(const float *in, MPI_Count n, void *buf, MPI_Count count, MPI_Datatype t);
+/* True if t is a predefined float or double type (*e says which). */
+bool fp_predefined(MPI_Datatype t, Elem *e);
+/* True if t's type signature holds only values of one such type: *e, and *k of them per t. */
+bool fp_signature(MPI_Datatype t, Elem *e, MPI_Count *k);
+/* True if count elements of type t (signature of e) lay their values out as one dense run in
+ * signature order; *offset = byte offset of the first one from the buffer address. False
+ * (pack) for any layout it does not prove dense, however simple. */
+bool fp_dense(MPI_Datatype t, Elem e, MPI_Count count, MPI_Aint *offset);
+/* Copy the count*k values of buf (type t) in signature order to out (n values of type e), or
+ * back (MPI's own packing engine, external32 representation then byte order fixed). MPI error
+ * code. */
+int fp_pack(const void *buf, MPI_Count count, MPI_Datatype t, Elem e, void *out, MPI_Count n);
+int fp_unpack(const void *in, MPI_Count n, Elem e, void *buf, MPI_Count count, MPI_Datatype t);
 
-/* The call seen as MPI_FLOAT over dense buffers: args points into the caller's buffers where
- * they are dense, else into send/recv scratch filled by float_view_begin; float_view_end
- * unpacks recv into the caller's buffer. Every rank reaches the same collective either way. */
+/* The call seen as MPI_FLOAT (MPI_DOUBLE) over dense buffers: args points into the caller's
+ * buffers where they are dense, else into send/recv scratch filled by float_view_begin;
+ * float_view_end unpacks recv into the caller's buffer. Every rank reaches the same collective
+ * either way. */
 struct FloatView {
     CollArgs args;
-    std::vector<float> send, recv;
+    std::vector<uint64_t> send, recv; /* 8-byte aligned scratch for values of type elem */
     bool unpack = false;
     int nranks = 1;
+    Elem elem = Elem::f32;
+    /* v sized for n values of type elem; its memory */
+    void *resize(std::vector<uint64_t> &v, size_t n) {
+        v.resize((n * elem_bytes(elem) + 7) / 8);
+        return v.data();
+    }
 };
 /* rank, nranks: in the call's communicator. Returns an MPI error code; *device is set (and
  * nothing done) when a buffer that needs packing is GPU memory. */

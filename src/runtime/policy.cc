@@ -10,18 +10,22 @@
 #include "runtime/schedule.h"
 #include "terngrad/terngrad.h"
 #include "runtime/verdict.h"
+#include "zfp/zfp.h"
 
 namespace compmpi {
 
 namespace {
+/* awp keys of fp64 calls: the collective offset by this (src/runtime/state.h AwpKey) */
+constexpr int kAwpFp64 = 1 << 8;
 /* rangefloat_mode -> the header variant of rangefloat and fft_topk (rangefloat.h) */
 uint8_t rf_mode(const Settings &s) {
     return s.rangefloat_mode == enum_value(SettingId::rangefloat_mode, "paper") ? rf::kModePaper : rf::kModeRangeSign;
 }
 }  // namespace
 
-Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p) {
-    p->bits = static_cast<uint8_t>(s.bits ? s.bits : c.bits_default);
+Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p, Elem elem) {
+    p->elem = elem;
+    p->bits = static_cast<uint8_t>(codec_bits_for(c, static_cast<int>(s.bits), elem));
     p->variant = 0;
     p->param = 0;
     p->seed = static_cast<uint64_t>(s.seed);
@@ -68,6 +72,15 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
             break;
         case CodecId::rangefloat:
             p->variant = rf_mode(s);
+            break;
+        case CodecId::zfp:
+            /* fixed rate: bits is the rate; fixed accuracy: the tolerance travels in param
+             * (kernels/zfp/zfp.h) */
+            if (s.zfp_tolerance > 0) {
+                p->bits = 0;
+                p->variant = zfp::kFixedAccuracy;
+                p->param = zfp::tolerance_param(static_cast<float>(s.zfp_tolerance));
+            }
             break;
         default:
             break;
@@ -139,10 +152,16 @@ void plan_awp(CommState &st, Coll kind, size_t count, int root, Plan *plan) {
     if (s.policy != policy_kind::awp || !(plan->codec->flags & CODEC_ADAPTIVE_BITS)) return;
     /* every rank sees the same key sequence, so every rank restarts the table together */
     if (st.awp.size() >= kMaxTrackedBuffers) st.awp.clear(), verdict_invalidate();
-    AwpKey key{static_cast<int>(kind), kind == Coll::bcast ? root : -1, static_cast<uint64_t>(count)};
+    /* doubles keep a state apart from floats of the same shape (kind offset by kAwpFp64) */
+    const bool d = plan->params.elem == Elem::f64;
+    AwpKey key{static_cast<int>(kind) + (d ? kAwpFp64 : 0), kind == Coll::bcast ? root : -1,
+               static_cast<uint64_t>(count)};
     auto [it, fresh] = st.awp.try_emplace(key);
+    /* the paper's 8-bit start is below the narrowest fp64 width (a sign and 11 exponent bits
+     * need 16): doubles start at the codec's narrowest fp64 width (docs/configuration.md) */
     if (fresh)
-        it->second.bits = std::clamp<int>(awp_config(s).start_bits, plan->codec->bits_min, plan->codec->bits_max);
+        it->second.bits = d ? std::clamp<int>(awp_config(s).start_bits, plan->codec->bits64_min, plan->codec->bits64_max)
+                            : std::clamp<int>(awp_config(s).start_bits, plan->codec->bits_min, plan->codec->bits_max);
     plan->awp = &it->second;
     plan->params.bits = static_cast<uint8_t>(it->second.bits);
 }
@@ -204,11 +223,12 @@ void awp_update(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
 
 /* Stage 1 of a plan: the settings' codec and parameters; then the stages that adapt them
  * per call (awp; a schedule of another parameter would be one more stage beside it). */
-Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan) {
+Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan, Elem elem) {
     const Settings &s = st.settings;
     plan->codec = codec_by_id(s.codec);
     if (!plan->codec) return Status::invalid_arg;
-    CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params));
+    if (!codec_has_elem(*plan->codec, elem)) return Status::unsupported;
+    CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params, elem));
     /* θ schedule (src/runtime/schedule.h): from the call count of this shape, alike on every rank */
     const ThetaSchedule sch = theta_schedule_from(s);
     if (sch.kind != ThetaScheduleKind::none && (plan->codec->id == CodecId::topk || plan->codec->id == CodecId::fft_topk))
@@ -221,7 +241,8 @@ Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan)
 void policy_observe(CommState &st, const Plan &plan, double norm) {
     if (!plan.awp) return;
     const int before = plan.awp->bits;
-    awp_update(plan.awp, norm, awp_config(st.settings), plan.codec->bits_max);
+    awp_update(plan.awp, norm, awp_config(st.settings),
+               plan.params.elem == Elem::f64 ? plan.codec->bits64_max : plan.codec->bits_max);
     if (plan.awp->bits != before) verdict_invalidate(); /* the cost model's key of this shape changed */
 }
 

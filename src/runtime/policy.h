@@ -24,14 +24,15 @@ struct Plan {
  * for the call's key. Every input is shared by all ranks (agreed settings; the key is the
  * collective, the count as passed to MPI and the bcast root, never an address), so every
  * rank plans the same bytes on the wire. Caller holds st.mu. root: bcast root, else -1. */
-Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan);
+Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan, Elem elem = Elem::f32);
 /* After a successful call: feed awp the norm of this call (see docs/design.md "whose norm":
  * bcast, the root's fp32 input as carried in the frame; allreduce/allgather, the result).
  * No-op when plan.awp is null. */
 void policy_observe(CommState &st, const Plan &plan, double norm);
 
-/* Codec parameters named by the settings (bits, variant, ...). */
-Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p);
+/* Codec parameters named by the settings (bits, variant, ...), for elements of type elem
+ * (bits 0: the codec's default width for that type). */
+Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p, Elem elem = Elem::f32);
 
 
 /* ---- awp: Adaptive Weight Precision (Zhuang et al., Algorithm 1; constants Section V-A) ---- */

@@ -383,7 +383,7 @@ int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
                 op->settings = st->settings;
                 op->gated = cost_gated(st->settings);
                 op->cls = NbClass{static_cast<int>(entry),
-                                  cost_size_class(static_cast<size_t>(coll_elements(a)) * sizeof(float)),
+                                  cost_size_class(static_cast<size_t>(coll_elements(a)) * elem_bytes(a.elem)),
                                   st->settings_epoch, 0};
             }
         }

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mpi_family.h"
 #include "base/stats.h"
+#include "runtime/bound.h"
 #include "runtime/costmodel.h"
 #include "runtime/device.h"
 #include "runtime/ef.h"
@@ -24,7 +25,7 @@ namespace {
 
 /* The compressed algorithm on a given backend (run_on's plan; shadow_out below). */
 int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
-             CollWorkspace *ws, Plan &plan, float *shadow_out = nullptr);
+             CollWorkspace *ws, Plan &plan, void *shadow_out = nullptr);
 
 /* CallClock: std::chrono::steady_clock; under SimGrid SMPI the simulated clock (src/base/mpi_family.h) */
 double seconds_since(CallClock::time_point t0) {
@@ -34,7 +35,7 @@ double seconds_since(CallClock::time_point t0) {
 /* The shadow output of an explored compressed call (run_plan's shadow_out): host memory
  * the state keeps while the class explores, or device memory for the device backend. */
 struct ShadowOut {
-    float *out = nullptr;
+    void *out = nullptr;
     const CudaModule *dev = nullptr;
     ShadowOut() = default;
     ShadowOut(const ShadowOut &) = delete;
@@ -42,13 +43,13 @@ struct ShadowOut {
     ~ShadowOut() {
         if (dev) dev->mem_free(out, kMemDevice);
     }
-    bool get(CommState &st, const Backend &be, const CudaModule *m, size_t n) {
-        const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
+    bool get(CommState &st, const Backend &be, const CudaModule *m, size_t n, Elem e) {
+        const size_t bytes = std::max<size_t>(n, 1) * elem_bytes(e);
         if (m && &be != &backend_cpu()) {
-            out = static_cast<float *>(m->mem_alloc(bytes, kMemDevice));
+            out = m->mem_alloc(bytes, kMemDevice);
             if (out) dev = m;
         } else {
-            out = st.ws_shadow.as<float>(std::max<size_t>(n, 1));
+            out = st.ws_shadow.get(bytes);
         }
         return out != nullptr;
     }
@@ -64,16 +65,16 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     CollStats &cs = stats(a.kind);
     const size_t n = static_cast<size_t>(coll_elements(a));
     Plan plan;
-    if (policy_plan(st, a.kind, n, a.root, &plan) != Status::ok) {
+    if (policy_plan(st, a.kind, n, a.root, &plan, a.elem) != Status::ok) {
         /* settings were validated when set; reaching here is a bug, but stay exact */
-        log_error("no valid plan for %s of %zu floats; passing through", coll_name(a.kind), n);
+        log_error("no valid plan for %s of %zu %s values; passing through", coll_name(a.kind), n, elem_name(a.elem));
         cs.fallback_error++;
         return device_run_exact(a, st, m);
     }
     if (!cost_gated(st.settings)) return run_plan(a, st, be, be_ctx, m, key, ws, plan);
 
-    const size_t bytes = n * sizeof(float);
-    const int codec = static_cast<int>(plan.codec->id), bits = plan.params.bits;
+    const size_t bytes = n * elem_bytes(a.elem);
+    const int codec = cost_codec_key(plan.codec->id, a.elem), bits = plan.params.bits;
     double predicted = 0;
     bool final = false;
     const CostDecision d = cost_decide(st, a.kind, bytes, codec, bits, st.settings.cost_margin, &predicted, &final);
@@ -94,9 +95,9 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
      * compressed call writes a shadow output, then the exact collective gives the result */
     ShadowOut shadow;
     if (d == CostDecision::explore_comp) {
-        if (!shadow.get(st, be, m, coll_result_elements(a, st.rank, st.size))) {
+        if (!shadow.get(st, be, m, coll_result_elements(a, st.rank, st.size), a.elem)) {
             /* every rank is here for the same call: do not leave the others in the algorithm */
-            log_error("%s of %zu floats: no memory for the cost model's measurement; aborting rather than "
+            log_error("%s of %zu values: no memory for the cost model's measurement; aborting rather than "
                       "hanging (set COMPMPI_COST_MODEL=off or lower the buffer size)", coll_name(a.kind), n);
             log_flush_pause();
             PMPI_Abort(a.comm, 1);
@@ -133,25 +134,44 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
 namespace {
 
 /* shadow_out (the cost model exploring, docs/design.md): the compressed algorithm reads the
- * caller's input but writes its result to shadow_out (result_elements floats of backend
+ * caller's input but writes its result to shadow_out (result_elements values of backend
  * memory; a bcast root reads its own buffer as always), and leaves nothing behind -- no
  * error-feedback residual, no awp observation, no statistics of a compressed call; the
  * caller then runs the exact collective, whose result is the one the application gets. */
-int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
-             CollWorkspace *ws, Plan &plan, float *shadow_out) {
+template <class T>
+int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
+               CollWorkspace *ws, Plan &plan, T *shadow_out) {
     const bool shadow = shadow_out != nullptr;
     CollStats shadow_stats;
     CollStats &cs = shadow ? shadow_stats : stats(a.kind);
     const size_t n = static_cast<size_t>(coll_elements(a));
-    float *const user = static_cast<float *>(a.recvbuf);
-    float *out = shadow && !(a.kind == Coll::bcast && st.rank == a.root) ? shadow_out : user;
+    T *const user = static_cast<T *>(a.recvbuf);
+    T *out = shadow && !(a.kind == Coll::bcast && st.rank == a.root) ? shadow_out : user;
     /* MPI_IN_PLACE: the input is in the caller's receive buffer (`user`), whatever `out` is */
     const bool in_place = a.sendbuf == MPI_IN_PLACE;
     const size_t result_n = coll_result_elements(a, st.rank, st.size);
     auto exact = [&]() { return device_run_exact(a, st, m); };
+    if (error_bound_on(st.settings.error_bound)) { /* src/runtime/bound.h */
+        const T *mine = in_place ? user : static_cast<const T *>(a.sendbuf);
+        size_t n_in = n;
+        if (a.kind == Coll::allgather && in_place) mine = user + n * static_cast<size_t>(st.rank);
+        if (a.kind == Coll::bcast) mine = user, n_in = st.rank == a.root ? n : 0;
+        if (coll_is_reduce_scatter(a.kind)) {
+            n_in = 0;
+            for (int j = 0; j < st.size; ++j) n_in += static_cast<size_t>(coll_block_count(a, j));
+        }
+        bool pass = false;
+        const int rc = bound_apply(a, st, plan, mine, n_in, &pass);
+        if (rc != MPI_SUCCESS) return raise_error(a.comm, rc);
+        if (pass) {
+            ++st.coll.calls;
+            cs.passthrough++;
+            return shadow ? MPI_SUCCESS : exact();
+        }
+    }
     plan.params.simd = simd_active();
     plan.params.threads = kernel_threads();
-    plan.params.stream_out = !m && result_n * sizeof(float) >= stream_store_min_bytes();
+    plan.params.stream_out = !m && result_n * sizeof(T) >= stream_store_min_bytes();
     CollCtx c{a.comm, &st.coll, &st.settings, ws, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
     /* device data that MPI cannot read; or, test-only, host data (COMPMPI_FAULT=stage_mpi) */
     c.stage_mpi = (&be != &backend_cpu() && !mpi_cuda_aware()) || (COMPMPI_FAULT_ON() && fault_stage_mpi());
@@ -165,8 +185,10 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
     double root_norm = 0;
     switch (a.kind) {
         case Coll::allreduce: {
-            const float *in = in_place ? user : static_cast<const float *>(a.sendbuf);
-            const bool sparse = plan.codec->flags & CODEC_SPARSE;
+            const T *in = in_place ? user : static_cast<const T *>(a.sendbuf);
+            /* payloads of data-dependent size (sparse codecs, zfp's fixed accuracy): the
+             * allgather of variable-size blobs */
+            const bool sparse = codec_variable_payload(*plan.codec, plan.params);
             HierComms h;
             if (coll_hierarchy(st.coll, st.settings, a.comm, st.rank, &h)) { /* every rank of comm decides alike */
                 if (h.node_rank != 0 && ef) ef->drop(c); /* only leaders carry residuals */
@@ -177,7 +199,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             break;
         }
         case Coll::allgather: {
-            const float *in = in_place ? user + n * static_cast<size_t>(st.rank) : static_cast<const float *>(a.sendbuf);
+            const T *in = in_place ? user + n * static_cast<size_t>(st.rank) : static_cast<const T *>(a.sendbuf);
             s = coll_allgather_encoded(c, in, out, n);
             break;
         }
@@ -186,7 +208,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
         case Coll::reduce_scatter: {
             /* awp observes the norm of the whole reduced vector (agreed in the collective):
              * each rank holds a different block, but the decision must be the same */
-            const float *in = in_place ? user : static_cast<const float *>(a.sendbuf);
+            const T *in = in_place ? user : static_cast<const T *>(a.sendbuf);
             std::vector<size_t> counts(static_cast<size_t>(st.size));
             for (int j = 0; j < st.size; ++j) counts[j] = static_cast<size_t>(coll_block_count(a, j));
             s = coll_reduce_scatter(c, in, out, counts.data(), plan.awp ? &root_norm : nullptr);
@@ -212,14 +234,15 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
             if (c.fallback_reason & BLOB_NONFINITE) cs.fallback_nonfinite++;
             else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;
-            cs.bytes_in += n * sizeof(float);
+            cs.bytes_in += n * sizeof(T);
             /* whose norm (docs/design.md): bcast, the root's fp32 input carried in the frame;
              * allreduce/allgather, the result, bit-identical on every rank */
             if (plan.awp)
                 policy_observe(st, plan, a.kind == Coll::bcast || coll_is_reduce_scatter(a.kind)
                                              ? root_norm
-                                             : c.be->l2norm(c.be_ctx, out, result_n));
-            if (c.restore_n) c.be->copy(c.be_ctx, c.restore_dst, c.restore_src, c.restore_n);
+                                             : be_l2norm(c, out, result_n));
+            if (c.restore_n)
+                be_copy(c, static_cast<T *>(c.restore_dst), static_cast<const T *>(c.restore_src), c.restore_n);
             return MPI_SUCCESS;
         case Status::nonfinite:
             cs.fallback_nonfinite++;
@@ -234,7 +257,7 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
              * cleanly rather than leave the job hanging (docs/design.md, "Memory caps and
              * failures"). */
             raise_error(a.comm, c.mpi_err);
-            log_error("%s of %zu floats: MPI error %d inside the compressed algorithm; the other ranks cannot "
+            log_error("%s of %zu values: MPI error %d inside the compressed algorithm; the other ranks cannot "
                       "learn of it, aborting the job rather than hanging", coll_name(a.kind), n, c.mpi_err);
             log_flush_pause();
             PMPI_Abort(a.comm, c.mpi_err);
@@ -242,12 +265,21 @@ int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, 
         default:
             /* Failed locally before any exchange (e.g. out of memory): the peers are already
              * inside the compressed algorithm, so continuing alone would hang the job. */
-            log_error("%s of %zu floats: %s before the exchange; aborting rather than hanging the job "
+            log_error("%s of %zu values: %s before the exchange; aborting rather than hanging the job "
                       "(lower the buffer size or set COMPMPI_CODEC=none)", coll_name(a.kind), n, status_str(s));
             log_flush_pause();
             PMPI_Abort(a.comm, 1);
             return MPI_ERR_INTERN;
     }
+}
+
+
+int run_plan(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, const CudaModule *m, const void *key,
+             CollWorkspace *ws, Plan &plan, void *shadow_out) {
+    plan.params.elem = a.elem;
+    if (a.elem == Elem::f64)
+        return run_plan_t(a, st, be, be_ctx, m, key, ws, plan, static_cast<double *>(shadow_out));
+    return run_plan_t(a, st, be, be_ctx, m, key, ws, plan, static_cast<float *>(shadow_out));
 }
 
 }  // namespace

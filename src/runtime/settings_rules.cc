@@ -7,6 +7,7 @@
 #include <string>
 
 #include "codec.h"
+#include "error_model.h"
 #include "qsgd/qsgd.h"
 
 namespace compmpi {
@@ -16,16 +17,59 @@ Status settings_validate(const Settings &s, std::string *err) {
     if (!c) return Status::invalid_arg;
     /* with compression off the width is irrelevant: a hint codec=none must work on a
      * communicator whose bits were set for another codec */
-    if (c->id != CodecId::none && !codec_bits_ok(*c, static_cast<int>(s.bits))) {
+    if (c->id != CodecId::none && !codec_bits_ok(*c, static_cast<int>(s.bits), Elem::f32) &&
+        !codec_bits_ok(*c, static_cast<int>(s.bits), Elem::f64)) {
         if (err) {
             *err = "setting 'bits' = " + std::to_string(s.bits) + " is not valid for codec '" + c->name + "'";
             if (c->bits_step)
                 *err += ": allowed 0 (default " + std::to_string(c->bits_default) + ") or " +
                         std::to_string(c->bits_min) + ".." + std::to_string(c->bits_max) + " in steps of " +
                         std::to_string(c->bits_step);
+            if (c->bits64_step)
+                *err += std::string(c->bits_step ? "; for doubles " : ": for doubles ") +
+                        std::to_string(c->bits64_min) + ".." + std::to_string(c->bits64_max) + " in steps of " +
+                        std::to_string(c->bits64_step);
             else
                 *err += ": this codec has no bit width, leave bits at 0";
         }
+        return Status::invalid_arg;
+    }
+    if (error_bound_on(s.error_bound)) {
+        /* docs/error_bound.md: only codecs with a proven round-trip error (kernels/error_model.h) */
+        CodecParams p, p64;
+        p64.elem = Elem::f64;
+        ErrorModel m;
+        double sl, fl, mv;
+        const bool has_rel = codec_error_model(*c, p, &m) || codec_error_model(*c, p64, &m);
+        if (c->id != CodecId::none && !has_rel && !codec_abs_error_linear(*c, p, &sl, &fl, &mv)) {
+            if (err)
+                *err = std::string("setting 'error_bound' needs a codec whose error is bounded for every value "
+                                   "(bitpack, fp32, zfp or none); codec '") +
+                       c->name + "' is stochastic or scales by the data and can exceed any bound";
+            return Status::invalid_arg;
+        }
+        if (error_bound_relative(s.error_bound) && c->id != CodecId::none && !has_rel) {
+            if (err)
+                *err = std::string("codec '") + c->name +
+                       "' has only an absolute error bound (abs:X); a relative error_bound needs bitpack, fp32 or none";
+            return Status::invalid_arg;
+        }
+        if (s.error_feedback) {
+            if (err)
+                *err = "settings 'error_bound' and 'error_feedback' exclude each other: feedback adds the previous "
+                       "call's error to this call's data, so no result would stay within the bound";
+            return Status::invalid_arg;
+        }
+        if (error_bound_relative(s.error_bound) && !(error_bound_value(s.error_bound) < 1)) {
+            if (err) *err = "setting 'error_bound' rel:X needs 0 < X < 1";
+            return Status::invalid_arg;
+        }
+    }
+    if (c->id == CodecId::zfp && s.zfp_tolerance > 0 && !(s.zfp_tolerance >= 0x1p-93)) {
+        if (err)
+            *err = "setting 'zfp_tolerance' = " + setting_format(SettingId::zfp_tolerance, s) +
+                   " is below zfp's smallest tolerance 2^-93 (about 1.0e-28): set 0 for fixed rate or a "
+                   "larger tolerance";
         return Status::invalid_arg;
     }
     if (s.awp_start_bits % 8 || s.awp_step % 8) {
@@ -85,6 +129,10 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     if (id == SettingId::error_feedback && !(s.collectives & (allreduces | reduce_scatters)))
         return no("it applies to allreduce and reduce-scatter only (any form), neither is in collectives");
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
+    if (error_bound_on(s.error_bound) && (id == SettingId::policy || name.rfind("awp_", 0) == 0))
+        return no("error_bound sets the width of every call from the bound");
+    if (error_bound_on(s.error_bound) && id == SettingId::zfp_tolerance)
+        return no("error_bound chooses zfp's fixed rate from the bound (fixed accuracy's size depends on the data)");
     if (id == SettingId::policy && s.policy == policy_kind::awp && !adaptive)
         return no("codec " + cname + " has no adjustable width: it runs as static");
     if (name.rfind("awp_", 0) == 0) {
@@ -93,7 +141,7 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     }
     /* codec parameters: the settings named after a codec, and the shared ones */
     static const char *const kCodecPrefix[][2] = {
-        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}};
+        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}, {"zfp_", "zfp"}};
     for (const auto &pc : kCodecPrefix)
         if (name.rfind(pc[0], 0) == 0 && cname != pc[1])
             return no("it applies to codec " + std::string(pc[1]) + " only, codec is " + cname);
@@ -118,6 +166,12 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
             return no(m);
         }
     }
+    /* zfp's fixed accuracy has no rate, and takes the allgather (sparse) allreduce */
+    const bool zfp_acc = c->id == CodecId::zfp && s.zfp_tolerance > 0;
+    if (id == SettingId::bits && zfp_acc) return no("zfp_tolerance > 0 selects fixed accuracy, which has no rate");
+    if ((id == SettingId::chunk_bytes || id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) &&
+        zfp_acc)
+        return no("zfp with zfp_tolerance > 0 (fixed accuracy, variable size) takes the allgather allreduce");
     if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE) && c->id != CodecId::fft_topk)
         return no("only the dense and the fft_topk allreduce are pipelined; codec " + cname + " takes the sparse path");
     if ((id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) && (c->flags & CODEC_SPARSE))
@@ -204,7 +258,11 @@ void settings_print(std::FILE *f, const Settings &s, const Resolution &why, cons
         if (why.source[i] == SettingSource::implied) src.clear(); /* the note says it */
         if (id == SettingId::bits && c && !why.inapplicable[i]) {
             /* the width that runs, not the raw 0 */
-            if (c->bits_step == 0) {
+            if (c->id == CodecId::zfp && s.zfp_tolerance > 0) {
+                v = "-";
+                src.clear();
+                note = "zfp fixed accuracy (zfp_tolerance): no rate";
+            } else if (c->bits_step == 0) {
                 note = "codec " + std::string(c->name) + " has no width";
             } else if (s.policy == policy_kind::awp && (c->flags & CODEC_ADAPTIVE_BITS)) {
                 v = std::to_string(std::clamp<int64_t>(s.awp_start_bits, c->bits_min, c->bits_max));

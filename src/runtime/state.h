@@ -81,12 +81,13 @@ struct CommState {
     uint64_t settings_epoch = 0; /* settings resolved so far (collective calls: alike on every rank) */
     int fft = 0;             /* fft_topk's transforms, probed on every rank (state_agree_fft):
                               * 1 the same bits, -1 different, 0 not probed (not eligible) */
+    uint32_t bound_warned = 0; /* error_bound: collectives already warned of (bit per Coll) */
     ScheduleState sched; /* θ schedule: calls per collective shape (src/runtime/schedule.h) */
     std::unordered_map<AwpKey, AwpState, AwpKeyHash> awp;
     /* error-feedback residuals (src/runtime/ef.h) */
     std::unordered_map<BufferKey, std::vector<float>, BufferKeyHash> ef;
     std::vector<float> ef_scratch; /* the next residual */
-    size_t ef_floats = 0;          /* sum of the residuals' sizes in ef (kMaxResidualBytes) */
+    size_t ef_floats = 0;          /* sum of the residuals' sizes in ef, in 4-byte words (kMaxResidualBytes) */
     /* the output of compressed runs while the cost model explores (host buffers; released
      * once a call is decided): src/runtime/run.cc */
     Buffer ws_shadow;
@@ -97,12 +98,13 @@ struct CommState {
     ~CommState();
 };
 
-/* The residual of (key, n) in st.ef, zero-filled when new, after applying the caps
- * kMaxTrackedBuffers and kMaxResidualBytes. Caller holds st.mu. */
-std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n,
+/* The residual of (key, n elements of elem) in st.ef, zero-filled when new, after applying the
+ * caps kMaxTrackedBuffers and kMaxResidualBytes. Doubles are stored two 4-byte words each (the
+ * vector's storage is 8-byte aligned). Caller holds st.mu. */
+std::vector<float> *state_ef_residual(CommState &st, const void *key, size_t n, Elem elem = Elem::f32,
                                       size_t max_bytes = kMaxResidualBytes /* tests pass a smaller cap */);
-/* st.ef_scratch sized n with capacity n: it is swapped into the table when the call succeeds,
- * so every residual's memory is its own size (kMaxResidualBytes counts it). */
+/* st.ef_scratch sized n words with capacity n: it is swapped into the table when the call
+ * succeeds, so every residual's memory is its own size (kMaxResidualBytes counts it). */
 float *state_ef_scratch(CommState &st, size_t n);
 
 /* Test-only introspection (tests/mpi/t_soak.c): the sizes of a communicator's tables and

@@ -44,6 +44,8 @@ bool same(const VerdictKey &a, const VerdictKey &b) {
 }  // namespace
 
 bool verdict_key(const CollArgs &a, VerdictKey *k) {
+    Elem e;
+    auto float_predefined = [&e](MPI_Datatype t) { return fp_predefined(t, &e); }; /* floats and doubles */
     switch (a.kind) {
         case Coll::allreduce:
         case Coll::reduce_scatter_block:

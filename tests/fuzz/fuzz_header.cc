@@ -1,6 +1,7 @@
 /* libFuzzer target: the blob header validator (blob_peek) with arbitrary bytes and an
  * arbitrary 64-bit expected count. Input: [expected count u64][bytes ...]. Properties of
- * an accepted header: magic, version, known codec, reserved bytes zero, known flags, the
+ * an accepted header: magic, version, known codec, a known element type (byte 9) the codec has
+ * a form for (unflagged blobs), reserved bytes zero, known flags, the
  * expected count, a payload inside the bytes received; flagged blobs carry no payload;
  * otherwise the codec accepts the parameters, the payload is within the codec's bound (equal
  * to it for dense codecs), and that bound does not shrink with the count (no overflow that
@@ -25,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (s != Status::ok) return 0;
     FUZZ_REQUIRE(avail >= kBlobHeaderBytes, "short header accepted");
     FUZZ_REQUIRE(fuzz::rd32(b.get()) == kBlobMagic && b[4] == kBlobVersion, "bad magic/version accepted");
-    FUZZ_REQUIRE((b[9] | b[10] | b[11]) == 0, "reserved bytes set");
+    FUZZ_REQUIRE(b[9] <= static_cast<uint8_t>(Elem::f64) && static_cast<Elem>(b[9]) == info.elem,
+                 "unknown element type accepted");
+    FUZZ_REQUIRE((b[10] | b[11]) == 0, "reserved bytes set");
     const CodecOps *c = codec_by_id(b[5]);
     FUZZ_REQUIRE(c && c->id == info.codec, "unknown codec accepted");
     FUZZ_REQUIRE((info.flags & ~BLOB_FLAGS) == 0, "unknown flags accepted");
@@ -37,11 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     CodecParams p;
-    p.bits = info.bits, p.variant = info.variant, p.param = info.param;
+    p.bits = info.bits, p.variant = info.variant, p.param = info.param, p.elem = info.elem;
+    FUZZ_REQUIRE(codec_has_elem(*c, info.elem), "%s: an element type the codec has no form for", c->name);
     FUZZ_REQUIRE(c->check(p) == Status::ok, "parameters the codec refuses");
     const size_t maxp = c->max_payload(info.count, p);
     FUZZ_REQUIRE(info.payload <= maxp, "payload above the codec bound");
-    if (!(c->flags & CODEC_SPARSE)) FUZZ_REQUIRE(info.payload == maxp, "dense payload of the wrong size");
+    if (!codec_variable_payload(*c, p)) FUZZ_REQUIRE(info.payload == maxp, "dense payload of the wrong size");
     FUZZ_REQUIRE(maxp >= c->max_payload(info.count / 2, p), "%s: bound for %llu elements below the bound for half as many "
                  "(overflow)", c->name, (unsigned long long)info.count);
     return 0;

@@ -1,7 +1,8 @@
 /* Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/, committed): valid blobs of
  * every codec at every width it accepts and each header variant the settings name (bitpack
  * rounding, q8 types, terngrad packing and buckets, qsgd buckets, sparsifier theta and FFT
- * blocks), at two lengths, plus a NaN-flagged blob per codec; and every setting with its
+ * blocks), at two lengths, plus a NaN-flagged blob per codec; the same as fp64 blobs (name
+ * suffix -f64) for the codecs with an fp64 form, at their fp64 widths; and every setting with its
  * default and each allowed value as "key=value" under the three key spellings.
  * fuzz_decode's inputs go to fuzz_decode/<codec>/ (one libFuzzer campaign per decoder).
  * Usage: make_corpus DIR   (regenerate after a format change; inputs are deterministic). */
@@ -50,24 +51,42 @@ std::vector<float> data(size_t n, bool nan) {
     return x;
 }
 
-void blob(const CodecOps &c, const Settings &cfg, const std::string &tag, size_t n, bool nan, int idx) {
+void blob(const CodecOps &c, const Settings &cfg, const std::string &tag, size_t n, bool nan, int idx,
+          Elem elem = Elem::f32) {
     CodecParams p;
-    if (codec_params_from_settings(c, cfg, &p) != Status::ok || c.check(p) != Status::ok) return;
+    p.elem = elem; /* the settings' params are checked for this element type */
+    if (codec_params_from_settings(c, cfg, &p) != Status::ok) return;
+    if (!codec_has_elem(c, elem) || !codec_bits_ok(c, p.bits, elem)) return;
     p.simd = simd_detect();
     std::vector<float> x = data(n, nan);
+    /* fp64: the same values, every other block 2^200 larger (outside fp32's range) */
+    std::vector<double> x64(x.begin(), x.end());
+    for (size_t i = 0; i < n; ++i)
+        if (i / 64 % 2) x64[i] = std::ldexp(x64[i], 200);
     if (c.flags & CODEC_SHARED_SCALE) {
         double stat = 0;
-        if (c.prepare(x.data(), n, p, &stat) == Status::ok) p.shared_scale = stat;
+        const Status ps = elem == Elem::f64 ? c.prepare64(x64.data(), n, p, &stat) : c.prepare(x.data(), n, p, &stat);
+        if (ps == Status::ok) p.shared_scale = stat;
     }
     std::vector<uint8_t> b(blob_max_bytes(c, n, p));
     size_t len = 0;
-    Status s = blob_encode(c, p, x.data(), n, b.data(), b.size(), &len);
+    Status s = elem == Elem::f64 ? blob_encode(c, p, x64.data(), n, b.data(), b.size(), &len)
+                                 : blob_encode(c, p, x.data(), n, b.data(), b.size(), &len);
+    if (s == Status::nonfinite && !nan && elem == Elem::f64) { /* fp32 narrowing, q8: fp32's range only */
+        x64.assign(x.begin(), x.end());
+        if (c.flags & CODEC_SHARED_SCALE) {
+            double stat = 0;
+            if (c.prepare64(x64.data(), n, p, &stat) == Status::ok) p.shared_scale = stat;
+        }
+        s = blob_encode(c, p, x64.data(), n, b.data(), b.size(), &len);
+    }
     if (s != Status::ok && !(nan && s == Status::nonfinite)) {
         std::fprintf(stderr, "make_corpus: %s %s n=%zu: %s\n", c.name, tag.c_str(), n, status_str(s));
         std::exit(1);
     }
     b.resize(len);
-    const std::string name = std::string(c.name) + "-" + tag + "-n" + std::to_string(n) + (nan ? "-nan" : "");
+    const std::string name = std::string(c.name) + "-" + tag + "-n" + std::to_string(n) + (nan ? "-nan" : "") +
+                             (elem == Elem::f64 ? "-f64" : "");
     /* fuzz_decode: control (decode-add on every other input, detected SIMD, count from the
      * header), count, blob */
     std::vector<uint8_t> d;
@@ -125,8 +144,9 @@ int main(int argc, char **argv) {
         {"fft_topk", "theta", "0.5|0.85"},
         {"fft_topk", "fft_block", "0|256"},
         {"sparse", "theta", "0.5|0.85"},
+        {"zfp", "zfp_tolerance", "0.01|0.5"},
     };
-    int idx = 0;
+    int idx = 0, idx64 = 0; /* idx64: the fp64 blobs' own count, so the fp32 inputs stay as they were */
     for (int id = 0; id < 256; ++id) {
         const CodecOps *c = codec_by_id(id);
         if (!c) continue;
@@ -141,6 +161,7 @@ int main(int argc, char **argv) {
             for (size_t n : {size_t{5}, size_t{300}}) blob(*c, base, wt, n, false, idx++);
             for (const Variant &v : variants) {
                 if (std::string(v.codec) != c->name) continue;
+                if (std::string(v.key) == "zfp_tolerance" && w != c->bits_default) continue; /* no rate */
                 for (const std::string &val : split(v.values)) {
                     Settings s = base;
                     set(&s, v.key, val);
@@ -151,6 +172,27 @@ int main(int argc, char **argv) {
         Settings s = settings_defaults();
         s.codec = id;
         blob(*c, s, "default", 64, true, idx++);
+        /* fp64 blobs of the codecs that have them: every fp64 width, the same variants */
+        if (!codec_has_elem(*c, Elem::f64)) continue;
+        std::vector<int> w64;
+        if (c->bits64_step) for (int b = c->bits64_min; b <= c->bits64_max; b += c->bits64_step) w64.push_back(b);
+        else w64.push_back(0);
+        for (int w : w64) {
+            Settings base = settings_defaults();
+            base.codec = id;
+            base.bits = w;
+            const std::string wt = "b" + std::to_string(w);
+            for (size_t n : {size_t{5}, size_t{300}}) blob(*c, base, wt, n, false, idx64++, Elem::f64);
+            for (const Variant &v : variants) {
+                if (std::string(v.codec) != c->name) continue;
+                for (const std::string &val : split(v.values)) {
+                    Settings s2 = base;
+                    set(&s2, v.key, val);
+                    blob(*c, s2, wt + "-" + v.key + "_" + val, 300, false, idx64++, Elem::f64);
+                }
+            }
+        }
+        blob(*c, s, "default", 64, true, idx64++, Elem::f64);
     }
 
     for (int i = 0; i < kNumSettings; ++i) {

@@ -48,6 +48,7 @@ if [[ " $STEPS " == *" mpi "* ]]; then
         codec=q8/q8_type=linear codec=terngrad codec=terngrad/terngrad_bucket=512
         codec=terngrad/terngrad_packing=base3 codec=qsgd/bits=4 codec=qsgd/bits=8 codec=sparse
         codec=rangefloat codec=rangefloat/rangefloat_mode=paper codec=topk codec=fft_topk
+        codec=zfp codec=zfp/bits=8 codec=zfp/zfp_tolerance=1e-3
         codec=bitpack/bits=8/error_feedback=1 codec=q8/error_feedback=1
         codec=bitpack/bits=16/chunk_bytes=64K codec=terngrad/chunk_bytes=64K)
     for mode in ${MODES:-host device mixed managed}; do

@@ -52,6 +52,38 @@ void given_none_codec_when_roundtrip_expect_exact(void **) {
     assert_true(testutil::same_bytes(x.data(), y.data(), 777 * 4));
 }
 
+void given_none_codec_when_roundtrip_doubles_expect_exact_and_types_kept_apart(void **) {
+    const CodecOps *c = codec_by_name("none");
+    CodecParams p;
+    p.elem = Elem::f64;
+    const size_t n = 777;
+    auto x = testutil::gradient_data64(n, 3);
+    x[5] = NAN; /* carried, as for floats */
+    std::vector<uint8_t> blob(blob_max_bytes(*c, n, p));
+    assert_int_equal(blob.size(), kBlobHeaderBytes + 8 * n);
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(blob_encode(*c, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+    std::vector<double> y(n), acc(n, 2.0);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, y.data(), false, SimdLevel::scalar, 1)), 0);
+    assert_true(testutil::same_bytes(x.data(), y.data(), 8 * n));
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, acc.data(), true, SimdLevel::scalar, 1)), 0);
+    for (size_t i = 6; i < n; ++i) assert_true(acc[i] == 2.0 + x[i]);
+    std::vector<float> f(n, 5.0f);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, f.data(), false, SimdLevel::scalar, 1)),
+                     static_cast<int>(Status::corrupt));
+    for (float v : f) assert_true(v == 5.0f);
+    /* every codec with an fp64 form: its elem byte decides which decoder accepts it */
+    for (int id = 0; id < 256; ++id) {
+        const CodecOps *k = codec_by_id(id);
+        if (!k) continue;
+        assert_int_equal(codec_has_elem(*k, Elem::f64), k->encode64 != nullptr);
+        if (k->encode64) {
+            assert_non_null(k->decode64);
+            assert_non_null(k->decode_add64);
+        }
+    }
+}
+
 void given_damaged_header_when_decoding_expect_corrupt_and_output_untouched(void **) {
     const size_t n = 300;
     auto good = make_blob("bitpack", 16, n);
@@ -189,6 +221,7 @@ int main() {
         cmocka_unit_test(given_registry_when_looking_up_expect_names_and_ids),
         cmocka_unit_test(given_blob_when_peeking_expect_header_fields),
         cmocka_unit_test(given_none_codec_when_roundtrip_expect_exact),
+        cmocka_unit_test(given_none_codec_when_roundtrip_doubles_expect_exact_and_types_kept_apart),
         cmocka_unit_test(given_damaged_header_when_decoding_expect_corrupt_and_output_untouched),
         cmocka_unit_test(given_nan_when_encoding_expect_flagged_empty_blob),
         cmocka_unit_test(given_abandon_flag_when_decoding_expect_corrupt),

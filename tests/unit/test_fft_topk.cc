@@ -757,6 +757,212 @@ void given_plans_tuned_in_one_process_when_another_adopts_the_wisdom_expect_same
     assert_true(fft_topk::probe(B) == h_estimate);
 }
 
+/* ---------------------------------------------------------------- fp64 */
+std::vector<double> smooth64(size_t n, uint64_t seed, double scale = 1.0) {
+    auto f = smooth_data(n, seed);
+    testutil::Rng r(seed + 1);
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = (f[i] + 1e-9 * r.normal()) * scale; /* not fp32 values */
+    return v;
+}
+CodecParams params64(int bits, uint32_t block, double theta) {
+    CodecParams p = params(bits, block, theta);
+    p.elem = Elem::f64;
+    return p;
+}
+std::vector<uint8_t> enc64(const std::vector<double> &x, int bits, uint32_t block, double theta,
+                           SimdLevel l = simd_detect(), int threads = 1, int mode = 0) {
+    CodecParams p = params64(bits, block, theta);
+    std::vector<uint8_t> out(codec_fft_topk_ops.max_payload(x.size(), p));
+    size_t len = 0;
+    assert_int_equal(static_cast<int>(fft_topk::encode(x.data(), x.size(), bits, block, theta, out.data(), out.size(),
+                                                       &len, l, threads, mode)),
+                     0);
+    out.resize(len);
+    return out;
+}
+std::vector<double> dec64(const std::vector<uint8_t> &b, size_t n, int bits, uint32_t block, SimdLevel l = simd_detect(),
+                          int threads = 1, int mode = 0) {
+    std::vector<double> y(n, 3.0);
+    assert_int_equal(static_cast<int>(fft_topk::decode(b.data(), b.size(), n, bits, block, y.data(), false, l, threads, mode)), 0);
+    return y;
+}
+double rel64(const std::vector<double> &x, const std::vector<double> &y) {
+    long double e = 0, s = 0;
+    for (size_t i = 0; i < x.size(); ++i) e += (long double)(x[i] - y[i]) * (x[i] - y[i]), s += (long double)x[i] * x[i];
+    return static_cast<double>(std::sqrt(e / s));
+}
+
+/* the kept coefficients are the top-k of an independent O(n^2) DFT (long double), up to
+ * rounding: every kept |c| >= every dropped |c| (1 - 1e-9) */
+void given_doubles_when_selecting_expect_top_k_of_a_reference_dft(void **) {
+    const size_t n = 1000;
+    const uint32_t B = 256;
+    auto x = smooth64(n, 5);
+    for (double theta : {0.5, 0.85, 0.97}) {
+        auto b = enc64(x, 12, B, theta);
+        const fft_topk::Layout L = fft_topk::layout(n, B);
+        double kept_min = INFINITY, dropped_max = 0;
+        uint64_t kept = 0;
+        for (size_t i = 0; i < L.nblocks(); ++i)
+            for (size_t f = 0; f < L.coefs(i); ++f) {
+                long double re = 0, im = 0;
+                const size_t len = L.len(i);
+                for (size_t t = 0; t < len; ++t) {
+                    const long double a = -2.0L * 3.14159265358979323846264338327950288L * (long double)(f * t % len) / len;
+                    re += x[i * B + t] * std::cos(a), im += x[i * B + t] * std::sin(a);
+                }
+                const double mag = static_cast<double>(std::sqrt(re * re + im * im));
+                const size_t pos = L.pos(i) + f;
+                if ((b[fft_topk::kHeaderBytes + pos / 8] >> (pos % 8)) & 1) kept_min = std::min(kept_min, mag), ++kept;
+                else dropped_max = std::max(dropped_max, mag);
+            }
+        assert_int_equal(kept, sparse::keep_count(L.C, theta));
+        if (!(kept_min >= dropped_max * (1 - 1e-9))) fail_msg("theta %g: kept min %g < dropped max %g", theta, kept_min, dropped_max);
+    }
+}
+
+void given_doubles_at_theta_zero_and_16_bits_when_roundtrip_expect_near_exact_at_any_scale(void **) {
+    const size_t n = 150001;
+    for (uint32_t B : {0u, 4096u}) {
+        auto x = smooth64(n, 7);
+        auto b = enc64(x, 16, B, 0.0);
+        auto y = dec64(b, n, 16, B);
+        const double e = rel64(x, y);
+        if (!(e < 2e-4)) fail_msg("block %u: rel error %g", B, e);
+        /* far outside fp32's range, both ways: the same bytes but sc, the output exactly scaled */
+        for (int sh : {-900, 900}) {
+            std::vector<double> xs(n);
+            for (size_t i = 0; i < n; ++i) xs[i] = std::ldexp(x[i], sh);
+            auto bs = enc64(xs, 16, B, 0.0);
+            auto ys = dec64(bs, n, 16, B);
+            for (size_t i = 0; i < n; ++i)
+                if (ys[i] != std::ldexp(y[i], sh)) fail_msg("shift %d i=%zu: %g vs %g", sh, i, ys[i], std::ldexp(y[i], sh));
+        }
+    }
+}
+
+void given_doubles_on_any_path_and_thread_count_expect_identical_bytes_and_values(void **) {
+    const size_t n = 150001;
+    auto x = smooth64(n, 9);
+    for (uint32_t B : {0u, 4096u, 16384u})
+        for (int mode : {0, 1}) {
+            auto ref = enc64(x, 10, B, 0.85, SimdLevel::scalar, 1, mode);
+            auto yref = dec64(ref, n, 10, B, SimdLevel::scalar, 1, mode);
+            for (SimdLevel l : levels())
+                for (int t : {1, 2, 3}) {
+                    assert_true(enc64(x, 10, B, 0.85, l, t, mode) == ref);
+                    auto y = dec64(ref, n, 10, B, l, t, mode);
+                    assert_true(testutil::same_bytes(y.data(), yref.data(), 8 * n));
+                }
+            const double e = rel64(x, yref); /* the sparsification error, as for floats */
+            if (!(e < 0.3)) fail_msg("block %u mode %d: rel error %g", B, mode, e);
+        }
+}
+
+void given_double_payloads_when_adding_or_summing_expect_decode_plus_add_and_spatial_sum(void **) {
+    const size_t n = 70001;
+    const uint32_t B = 8192;
+    std::vector<std::vector<uint8_t>> b;
+    std::vector<std::vector<double>> y;
+    for (int j = 0; j < 3; ++j) {
+        b.push_back(enc64(smooth64(n, 20 + j, j == 1 ? 1e200 : 1e-3), 12, B, 0.85));
+        y.push_back(dec64(b[j], n, 12, B));
+    }
+    std::vector<double> acc(n, 0.25);
+    assert_int_equal(static_cast<int>(fft_topk::decode(b[0].data(), b[0].size(), n, 12, B, acc.data(), true, simd_detect(), 1)), 0);
+    for (size_t i = 0; i < n; ++i) assert_true(acc[i] == 0.25 + y[0][i]);
+    const uint8_t *in[3] = {b[0].data(), b[1].data(), b[2].data()};
+    const size_t len[3] = {b[0].size(), b[1].size(), b[2].size()};
+    std::vector<double> ref;
+    for (int t : {1, 2, 3}) {
+        std::vector<double> s(n, 9.0);
+        assert_int_equal(static_cast<int>(fft_topk::decode_sum(in, len, 3, n, 12, B, s.data(), false, simd_detect(), t)), 0);
+        if (ref.empty()) ref = s;
+        assert_true(testutil::same_bytes(s.data(), ref.data(), 8 * n));
+    }
+    long double e = 0, m = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const long double sp = (long double)y[0][i] + y[1][i] + y[2][i];
+        e = std::max<long double>(e, std::fabs(ref[i] - sp)), m = std::max<long double>(m, std::fabs(sp));
+    }
+    if (!(e <= 1e-12L * m)) fail_msg("spectral vs spatial: %Lg of %Lg", e, m);
+    /* the codec's ops: decode_sum64 the same */
+    CodecParams p = params64(12, B, 0.85);
+    std::vector<double> s(n);
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode_sum64(in, len, 3, n, p, s.data())), 0);
+    assert_true(s == ref);
+}
+
+void given_bad_double_input_or_payload_expect_refusal_and_output_untouched(void **) {
+    const size_t n = 20001;
+    const uint32_t B = 4096;
+    auto x = smooth64(n, 3);
+    CodecParams p = params64(10, B, 0.85);
+    std::vector<uint8_t> o(codec_fft_topk_ops.max_payload(n, p));
+    size_t len;
+    for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
+        auto xb = x;
+        xb[12345] = bad;
+        assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode64(xb.data(), n, p, o.data(), o.size(), &len)), static_cast<int>(Status::nonfinite));
+    }
+    auto xh = x;
+    xh[7] = 1e303; /* 8 C max|x| above 1e307 */
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode64(xh.data(), n, p, o.data(), o.size(), &len)), static_cast<int>(Status::unsupported));
+    auto b = enc64(x, 10, B, 0.85);
+    std::vector<double> out(n, 5.0);
+    auto expect_corrupt = [&](const std::vector<uint8_t> &q, const CodecParams &pp, const char *what) {
+        Status s1 = codec_fft_topk_ops.decode64(q.data(), q.size(), n, pp, out.data());
+        Status s2 = codec_fft_topk_ops.decode_add64(q.data(), q.size(), n, pp, out.data());
+        const uint8_t *in[2] = {b.data(), q.data()};
+        const size_t l2[2] = {b.size(), q.size()};
+        Status s3 = codec_fft_topk_ops.decode_sum64(in, l2, 2, n, pp, out.data());
+        if (s1 != Status::corrupt || s2 != Status::corrupt || s3 != Status::corrupt) fail_msg("%s: not refused", what);
+        for (double v : out) assert_true(v == 5.0);
+    };
+    auto q = b;
+    q[14] = 1;
+    expect_corrupt(q, p, "reserved byte");
+    q = b;
+    const int16_t big = 2000;
+    std::memcpy(q.data() + 12, &big, 2);
+    expect_corrupt(q, p, "sc out of range");
+    q = b;
+    const int16_t near = 1020; /* in range, but the output would overflow */
+    std::memcpy(q.data() + 12, &near, 2);
+    expect_corrupt(q, p, "overflowing scale");
+    q = b;
+    q[16] ^= 1;
+    expect_corrupt(q, p, "k");
+    q = b;
+    q.pop_back();
+    expect_corrupt(q, p, "length");
+    q = b;
+    const fft_topk::Layout L = fft_topk::layout(n, B);
+    const size_t pad = L.pos(0) + L.coefs(0); /* first padding position of block 0 */
+    q[fft_topk::kHeaderBytes + pad / 8] |= static_cast<uint8_t>(1u << (pad % 8));
+    expect_corrupt(q, p, "padding bit");
+    q = b;
+    q[1] = 1;
+    expect_corrupt(q, p, "range header");
+    /* element types never cross */
+    CodecParams pf = params(10, B, 0.85);
+    expect_corrupt(b, pf, "fp32 params");
+    std::vector<float> f(n, 5.0f);
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.decode(b.data(), b.size(), n, p, f.data())), static_cast<int>(Status::corrupt));
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode64(x.data(), n, pf, o.data(), o.size(), &len)), static_cast<int>(Status::invalid_arg));
+    std::vector<float> xf(x.begin(), x.end());
+    assert_int_equal(static_cast<int>(codec_fft_topk_ops.encode(xf.data(), n, p, o.data(), o.size(), &len)), static_cast<int>(Status::invalid_arg));
+    std::vector<uint8_t> blob(blob_max_bytes(codec_fft_topk_ops, n, p));
+    assert_int_equal(static_cast<int>(blob_encode(codec_fft_topk_ops, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+    assert_int_equal(blob[9], 1);
+    std::vector<double> y(n);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, y.data(), false, simd_detect(), 1)), 0);
+    assert_true(y == dec64(std::vector<uint8_t>(blob.begin() + kBlobHeaderBytes, blob.begin() + len), n, 10, B));
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, f.data(), false, simd_detect(), 1)), static_cast<int>(Status::corrupt));
+    for (float v : f) assert_true(v == 5.0f);
+}
+
 }  // namespace
 
 int main() {
@@ -776,6 +982,11 @@ int main() {
         cmocka_unit_test(given_p_payloads_when_summing_spectra_expect_spatial_sum_within_rounding_and_exact_sum_within_codec_error),
         cmocka_unit_test(given_payloads_arriving_in_pieces_when_streaming_the_sum_expect_bits_of_decode_sum),
         cmocka_unit_test(given_plans_tuned_in_one_process_when_another_adopts_the_wisdom_expect_same_bits),
+        cmocka_unit_test(given_doubles_when_selecting_expect_top_k_of_a_reference_dft),
+        cmocka_unit_test(given_doubles_at_theta_zero_and_16_bits_when_roundtrip_expect_near_exact_at_any_scale),
+        cmocka_unit_test(given_doubles_on_any_path_and_thread_count_expect_identical_bytes_and_values),
+        cmocka_unit_test(given_double_payloads_when_adding_or_summing_expect_decode_plus_add_and_spatial_sum),
+        cmocka_unit_test(given_bad_double_input_or_payload_expect_refusal_and_output_untouched),
     };
     return cmocka_run_group_tests_name("fft_topk", tests, nullptr, nullptr);
 }

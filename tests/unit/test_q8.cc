@@ -652,6 +652,222 @@ void given_blob_when_roundtrip_expect_header_fields_and_values(void **) {
     }
 }
 
+/* ---------------------------------------------------------------- fp64 */
+int st64(Status s) { return static_cast<int>(s); }
+
+/* independent reference: fp32 scale = max |x| rounded up (offset types: smallest 10^k whose
+ * top value, as the fp32 table has it, holds max |x|), code = code_of(RU(|x| / s)) */
+float ref_round_up(double y) {
+    float f = static_cast<float>(y);
+    while (static_cast<double>(f) < y) f = std::nextafter(f, INFINITY);
+    while (f > 0 && static_cast<double>(std::nextafter(f, 0.0f)) >= y) f = std::nextafter(f, 0.0f);
+    return f;
+}
+float ref_scale64(const std::vector<double> &x, int type) {
+    double m = 0;
+    for (double v : x) m = std::max(m, std::fabs(v));
+    if (!q8::has_offset(type)) return ref_round_up(m);
+    const float *mag = q8::magnitudes(type);
+    const float top = *std::max_element(mag, mag + 128);
+    for (int k = q8::kOffsetMin; k < q8::kOffsetMax; ++k)
+        if (m <= static_cast<double>(top * q8::offset_scale(k))) return q8::offset_scale(k);
+    return q8::offset_scale(q8::kOffsetMax);
+}
+std::vector<uint8_t> ref_enc64(const std::vector<double> &x, int type, float s) {
+    std::vector<uint8_t> p(4 + x.size());
+    std::memcpy(p.data(), &s, 4);
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double y = s > 0 ? std::fabs(x[i]) / s : 0.0;
+        p[4 + i] = static_cast<uint8_t>(q8::code_of(type, ref_round_up(y)) | (std::signbit(x[i]) ? 0x80 : 0));
+    }
+    return p;
+}
+/* doubles inside fp32's range, with values that fall between fp32 neighbours */
+std::vector<double> data64(size_t n, uint64_t seed) {
+    auto v = testutil::gradient_data64(n, seed);
+    for (auto &x : v)
+        if (!(std::fabs(x) <= 1e30) || (x != 0 && std::fabs(x) < 1e-30)) x = std::fmod(x, 1.0) * 1e-3 + 1e-9;
+    if (n > 8) v[6] = 1.0 + 0x1p-40; /* between fp32 neighbours of 1 */
+    return v;
+}
+
+void given_doubles_when_encoding_expect_fp32_rule_on_exact_quotient_on_every_path(void **) {
+    for (size_t n : kSizes)
+        for (int t = 0; t < q8::kNumTypes; ++t) {
+            auto x = data64(n, n + 3 * t);
+            const float s = ref_scale64(x, t);
+            auto ref = ref_enc64(x, t, s);
+            float s2 = -1;
+            assert_int_equal(st64(q8::scale_of(x.data(), n, t, SimdLevel::scalar, 1, &s2)), 0);
+            assert_true(s2 == s);
+            for (SimdLevel l : levels())
+                for (int th : {1, 2, 3}) {
+                    std::vector<uint8_t> p(4 + n);
+                    assert_int_equal(st64(q8::encode(x.data(), n, t, p.data(), l, th)), 0);
+                    if (!testutil::same_bytes(p.data(), ref.data(), p.size())) {
+                        size_t i = 0;
+                        while (i < p.size() && p[i] == ref[i]) ++i;
+                        fail_msg("type %d n=%zu level %d threads %d: byte %zu %d != %d", t, n, static_cast<int>(l), th, i,
+                                 p[i], ref[i]);
+                    }
+                    /* decode: magnitude * scale, exact in double */
+                    std::vector<double> y(n, 7.0), z(n);
+                    assert_int_equal(st64(q8::decode(p.data(), n, t, y.data(), false, l, th)), 0);
+                    for (size_t i = 0; i < n; ++i) {
+                        const uint8_t c = p[4 + i];
+                        const double want = static_cast<double>(q8::magnitudes(t)[c & 0x7F]) * s;
+                        z[i] = (c & 0x80) ? -want : want;
+                    }
+                    assert_true(testutil::same_bytes(y.data(), z.data(), 8 * n));
+                }
+        }
+}
+
+void given_double_decode_add_and_sum_when_decoding_expect_decode_plus_add(void **) {
+    const size_t n = 300007;
+    for (int t : {q8::kDynamicTree, q8::kLinearNearest, q8::kMantissa}) {
+        std::vector<std::vector<uint8_t>> p(3, std::vector<uint8_t>(4 + n));
+        for (int k = 0; k < 3; ++k) {
+            auto x = data64(n, 40 + k);
+            assert_int_equal(st64(q8::encode(x.data(), n, t, p[k].data(), simd_detect(), 2)), 0);
+        }
+        std::vector<double> ref(n);
+        assert_int_equal(st64(q8::decode(p[0].data(), n, t, ref.data(), false, SimdLevel::scalar, 1)), 0);
+        for (int k = 1; k < 3; ++k) assert_int_equal(st64(q8::decode(p[k].data(), n, t, ref.data(), true, SimdLevel::scalar, 1)), 0);
+        const uint8_t *in[3] = {p[0].data(), p[1].data(), p[2].data()};
+        for (SimdLevel l : levels())
+            for (int th : {1, 2}) {
+                std::vector<double> y(n, 3.0);
+                assert_int_equal(st64(q8::decode_sum(in, 3, n, t, y.data(), l, th)), 0);
+                assert_true(testutil::same_bytes(y.data(), ref.data(), 8 * n));
+                std::vector<double> acc(n, 0.5), d(n);
+                assert_int_equal(st64(q8::decode(p[0].data(), n, t, d.data(), false, l, th)), 0);
+                assert_int_equal(st64(q8::decode(p[0].data(), n, t, acc.data(), true, l, th)), 0);
+                for (size_t i = 0; i < n; ++i) assert_true(acc[i] == 0.5 + d[i]);
+            }
+    }
+}
+
+void given_double_segments_with_whole_scale_when_encoding_expect_the_bytes_of_the_whole(void **) {
+    const CodecOps *c = codec_by_name("q8");
+    const size_t n = 10007;
+    auto x = data64(n, 77);
+    for (int t = 0; t < q8::kNumTypes; ++t) {
+        CodecParams p;
+        p.bits = 8;
+        p.variant = static_cast<uint8_t>(t);
+        p.elem = Elem::f64;
+        std::vector<uint8_t> whole(4 + n), seg(4 + n);
+        size_t len;
+        assert_int_equal(st64(c->encode64(x.data(), n, p, whole.data(), whole.size(), &len)), 0);
+        float s;
+        assert_int_equal(st64(c->whole_scale64(x.data(), n, p, &s)), 0);
+        p.fixed_scale = s;
+        const size_t cut = 3001;
+        assert_int_equal(st64(c->encode64(x.data() + cut, n - cut, p, seg.data(), seg.size(), &len)), 0);
+        assert_true(std::memcmp(seg.data(), whole.data(), 4) == 0);
+        assert_true(std::memcmp(seg.data() + 4, whole.data() + 4 + cut, n - cut) == 0);
+    }
+}
+
+void given_nonfinite_or_huge_doubles_when_encoding_expect_nonfinite(void **) {
+    for (int t = 0; t < q8::kNumTypes; ++t)
+        for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY), 1e39,
+                           -1.7976931348623157e308})
+            for (SimdLevel l : levels()) {
+                auto x = data64(70001, 5);
+                x[65537] = bad;
+                std::vector<uint8_t> p(4 + x.size());
+                assert_int_equal(st64(q8::encode(x.data(), x.size(), t, p.data(), l, 2)), st64(Status::nonfinite));
+            }
+    /* FLT_MAX itself has an fp32 scale */
+    std::vector<double> x = {-static_cast<double>(FLT_MAX), 1.0, 0.0};
+    std::vector<uint8_t> p(7);
+    assert_int_equal(st64(q8::encode(x.data(), 3, q8::kLinear, p.data(), simd_detect(), 1)), 0);
+    std::vector<double> y(3);
+    assert_int_equal(st64(q8::decode(p.data(), 3, q8::kLinear, y.data(), false, simd_detect(), 1)), 0);
+    assert_true(y[0] == -static_cast<double>(FLT_MAX) && y[2] == 0.0);
+}
+
+void given_bad_double_payload_or_other_element_type_when_decoding_expect_corrupt(void **) {
+    const CodecOps *c = codec_by_name("q8");
+    const size_t n = 100;
+    auto x = data64(n, 9);
+    auto xf = gradient_data(n, 9);
+    for (int t = 0; t < q8::kNumTypes; ++t) {
+        CodecParams p;
+        p.bits = 8;
+        p.variant = static_cast<uint8_t>(t);
+        p.elem = Elem::f64;
+        CodecParams pf = p;
+        pf.elem = Elem::f32;
+        std::vector<uint8_t> b(c->max_payload(n, p));
+        size_t len = 0;
+        assert_int_equal(st64(c->encode64(x.data(), n, p, b.data(), b.size(), &len)), 0);
+        std::vector<double> out(n, 5.0);
+        auto untouched = [&] {
+            for (double v : out) assert_true(v == 5.0);
+        };
+        for (size_t bad_len : {size_t{0}, size_t{4}, n, n + 3, n + 5})
+            for (bool add : {false, true}) {
+                Status s = add ? c->decode_add64(b.data(), bad_len, n, p, out.data()) : c->decode64(b.data(), bad_len, n, p, out.data());
+                assert_int_equal(st64(s), st64(Status::corrupt));
+            }
+        std::vector<float> bad_scales = {-1.0f, -0.0f, NAN, INFINITY};
+        if (q8::has_offset(t)) bad_scales.push_back(3.0f);
+        for (float bs : bad_scales) {
+            auto bb = b;
+            std::memcpy(bb.data(), &bs, 4);
+            assert_int_equal(st64(c->decode64(bb.data(), len, n, p, out.data())), st64(Status::corrupt));
+            assert_int_equal(st64(c->decode_add64(bb.data(), len, n, p, out.data())), st64(Status::corrupt));
+            const uint8_t *in[2] = {b.data(), bb.data()};
+            const size_t lens[2] = {len, len};
+            assert_int_equal(st64(c->decode_sum64(in, lens, 2, n, p, out.data())), st64(Status::corrupt));
+        }
+        untouched();
+        /* the typed entry points refuse parameters of the other element type */
+        assert_int_equal(st64(c->decode64(b.data(), len, n, pf, out.data())), st64(Status::corrupt));
+        assert_int_equal(st64(c->encode64(x.data(), n, pf, b.data(), b.size(), &len)), st64(Status::invalid_arg));
+        assert_int_equal(st64(c->encode(xf.data(), n, p, b.data(), b.size(), &len)), st64(Status::invalid_arg));
+        untouched();
+        /* blobs: the element type byte keeps them apart */
+        std::vector<uint8_t> blob(blob_max_bytes(*c, n, p));
+        assert_int_equal(st64(blob_encode(*c, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+        assert_int_equal(blob[9], 1);
+        std::vector<double> y(n);
+        assert_int_equal(st64(blob_decode(blob.data(), len, n, y.data(), false, simd_detect(), 1)), 0);
+        std::vector<double> ref(n);
+        assert_int_equal(st64(q8::decode(blob.data() + kBlobHeaderBytes, n, t, ref.data(), false, SimdLevel::scalar, 1)), 0);
+        assert_true(y == ref);
+        std::vector<float> f(n, 5.0f);
+        assert_int_equal(st64(blob_decode(blob.data(), len, n, f.data(), false, simd_detect(), 1)), st64(Status::corrupt));
+        for (float v : f) assert_true(v == 5.0f);
+        assert_int_equal(st64(blob_encode(*c, pf, xf.data(), n, blob.data(), blob.size(), &len)), 0);
+        assert_int_equal(st64(blob_decode(blob.data(), len, n, out.data(), false, simd_detect(), 1)), st64(Status::corrupt));
+        untouched();
+    }
+}
+
+/* the double codes differ from the codes of the doubles cast to fp32 only where the cast
+ * crosses a boundary; the error is that of the fp32 codec, in the fp32 range */
+void given_doubles_when_quantising_expect_error_within_the_type_step(void **) {
+    const size_t n = 100000;
+    testutil::Rng r(3);
+    std::vector<double> x(n);
+    for (auto &v : x) v = r.normal();
+    for (int t : {q8::kLinear, q8::kLinearNearest}) {
+        std::vector<uint8_t> p(4 + n);
+        assert_int_equal(st64(q8::encode(x.data(), n, t, p.data(), simd_detect(), 1)), 0);
+        std::vector<double> y(n);
+        assert_int_equal(st64(q8::decode(p.data(), n, t, y.data(), false, simd_detect(), 1)), 0);
+        float s;
+        std::memcpy(&s, p.data(), 4);
+        const double step = s / 127.0;
+        for (size_t i = 0; i < n; ++i) /* nearest: half a step; the paper's search: a step */
+            assert_true(std::fabs(y[i] - x[i]) <= (t == q8::kLinear ? 1.0 : 0.5) * step * (1 + 1e-6));
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -671,6 +887,12 @@ int main() {
         cmocka_unit_test(given_nan_or_inf_when_encoding_expect_nonfinite_on_every_path),
         cmocka_unit_test(given_bad_payload_when_decoding_expect_corrupt_and_nothing_written),
         cmocka_unit_test(given_blob_when_roundtrip_expect_header_fields_and_values),
+        cmocka_unit_test(given_doubles_when_encoding_expect_fp32_rule_on_exact_quotient_on_every_path),
+        cmocka_unit_test(given_double_decode_add_and_sum_when_decoding_expect_decode_plus_add),
+        cmocka_unit_test(given_double_segments_with_whole_scale_when_encoding_expect_the_bytes_of_the_whole),
+        cmocka_unit_test(given_nonfinite_or_huge_doubles_when_encoding_expect_nonfinite),
+        cmocka_unit_test(given_bad_double_payload_or_other_element_type_when_decoding_expect_corrupt),
+        cmocka_unit_test(given_doubles_when_quantising_expect_error_within_the_type_step),
     };
     return cmocka_run_group_tests_name("q8", tests, nullptr, nullptr);
 }

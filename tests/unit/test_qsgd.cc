@@ -3,6 +3,8 @@
  * reproducibility; NaN/Inf; hostile payloads. */
 #include "qsgd/qsgd.h"
 
+#include "common/philox.h"
+
 #include <algorithm>
 #include <memory>
 
@@ -303,6 +305,188 @@ void given_sizes_when_asking_payload_expect_bits_plus_norms(void **) {
     assert_int_equal(ops().max_payload(0, params(8, 512)), 0);
 }
 
+/* ---------------------------------------------------------------- fp64 */
+CodecParams params64(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stream = 9) {
+    CodecParams p = params(bits, bucket, seed, stream);
+    p.elem = Elem::f64;
+    return p;
+}
+std::vector<double> normal64(size_t n, uint64_t seed, double scale = 1e-3) {
+    testutil::Rng r(seed);
+    std::vector<double> v(n);
+    for (auto &x : v) x = r.normal() * scale;
+    return v;
+}
+std::vector<uint8_t> encode64(const CodecParams &p, const std::vector<double> &x, Status *st = nullptr) {
+    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
+    size_t len = 0;
+    Status s = ops().encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
+    if (st) *st = s;
+    else assert_int_equal(static_cast<int>(s), 0);
+    if (s == Status::ok) {
+        assert_int_equal(len, ops().max_payload(x.size(), p));
+        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
+        out.resize(len);
+    }
+    return out;
+}
+std::vector<double> decode64(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
+    std::vector<double> y(n + 1, 7.0);
+    assert_int_equal(static_cast<int>(ops().decode64(b.data(), b.size(), n, p, y.data())), 0);
+    assert_true(y[n] == 7.0);
+    y.resize(n);
+    return y;
+}
+double norm64_of(const std::vector<uint8_t> &b, size_t j) {
+    double s;
+    std::memcpy(&s, b.data() + 8 * j, 8);
+    return s;
+}
+
+/* Independent reference: norm from long double sums (within 1e-12 of the codec's), then the
+ * codec's norm for the codes; u24 = 256 a + b in full; fields written bit by bit. */
+void given_doubles_when_quantizing_expect_reference_bytes_and_levels(void **) {
+    for (size_t n : {1ul, 9ul, 64ul, 129ul, 2561ul, 40960ul * 3 + 77})
+        for (int bits : {2, 4, 8})
+            for (uint32_t bucket : {0u, 512u, 100u}) {
+                auto x = normal64(n, n + bits);
+                if (n > 10) x[3] = 1e300, x[4] = -1e-300, x[5] = -0.0;
+                CodecParams p = params64(bits, bucket);
+                const size_t nb = bucket && n > bucket ? (n + bucket - 1) / bucket : 1, B = nb <= 1 ? n : bucket;
+                std::vector<uint8_t> ref;
+                for (SimdLevel l : levels())
+                    for (int t : {1, 2, 3}) {
+                        p.threads = t;
+                        p.simd = l;
+                        auto b = encode64(p, x);
+                        if (ref.empty()) ref = b;
+                        if (b != ref) fail_msg("n=%zu bits %d bucket %u level %d threads %d: other bytes", n, bits, bucket,
+                                               static_cast<int>(l), t);
+                    }
+                const double sL = (1 << (bits - 1)) - 1;
+                const philox::Stream st = philox::make_stream(p.seed, p.stream);
+                std::vector<uint8_t> want(ref.size(), 0);
+                std::memcpy(want.data(), ref.data(), 8 * nb);
+                for (size_t j = 0; j < nb; ++j) {
+                    long double sq = 0, mx = 0;
+                    for (size_t i = j * B; i < std::min(n, (j + 1) * B); ++i)
+                        sq += static_cast<long double>(x[i]) * x[i], mx = std::max<long double>(mx, std::fabs(x[i]));
+                    const double N = norm64_of(ref, j), Nref = static_cast<double>(std::max(std::sqrt(sq), mx));
+                    assert_true(std::fabs(N - Nref) <= 1e-12 * Nref && N >= mx);
+                }
+                for (size_t i = 0; i < n; ++i) {
+                    const double N = norm64_of(ref, i / B);
+                    int k = 0;
+                    if (N > 0) {
+                        const double r = sL * std::fabs(x[i]) / N, l = std::floor(r);
+                        const double C = std::min(std::ceil((r - l) * 16777216.0), 16777216.0);
+                        const uint32_t u24 = philox::draw16(st, i) * 256 + philox::refine8(st, i);
+                        k = static_cast<int>(std::min(sL, l + (u24 < C ? 1 : 0)));
+                        if (std::signbit(x[i])) k = -k;
+                    }
+                    const uint32_t f = static_cast<uint32_t>(k) & ((1u << bits) - 1);
+                    for (int q = 0; q < bits; ++q)
+                        if (f >> q & 1) want[8 * nb + (i * bits + q) / 8] |= static_cast<uint8_t>(1u << ((i * bits + q) % 8));
+                }
+                if (want != ref) fail_msg("n=%zu bits %d bucket %u: codes differ from the reference", n, bits, bucket);
+                auto y = decode64(p, ref, n);
+                for (size_t i = 0; i < n; ++i) {
+                    const double step = norm64_of(ref, i / B) / sL, k = step > 0 ? y[i] / step : 0;
+                    assert_true(std::fabs(k - std::round(k)) <= 1e-12 * sL && std::fabs(std::round(k)) <= sL);
+                    assert_true(y[i] == std::round(k) * (norm64_of(ref, i / B) / sL)); /* decode: k (N / s) */
+                }
+            }
+}
+
+void given_many_streams_when_quantizing_doubles_expect_unbiased(void **) {
+    const size_t n = 1000;
+    for (double scale : {1e-200, 1e200})
+        for (int bits : {2, 4}) {
+            auto x = normal64(n, 17, scale);
+            const int R = 3000;
+            std::vector<double> sum(n, 0.0);
+            CodecParams p = params64(bits, 100);
+            std::vector<double> N(10);
+            for (int r = 0; r < R; ++r) {
+                p.stream = 100 + r;
+                auto b = encode64(p, x);
+                for (size_t j = 0; j < 10; ++j) N[j] = norm64_of(b, j);
+                auto y = decode64(p, b, n);
+                for (size_t i = 0; i < n; ++i) sum[i] += y[i] / scale; /* in units of scale: no overflow */
+            }
+            const double sL = (1 << (bits - 1)) - 1;
+            for (size_t i = 0; i < n; ++i) {
+                const double step = N[i / 100] / sL / scale, rr = std::fabs(x[i] / scale) / step, f = rr - std::floor(rr);
+                const double se = step * std::sqrt(f * (1 - f) / R), mean = sum[i] / R;
+                if (std::fabs(mean - x[i] / scale) > 4.5 * se + 1e-9 * step)
+                    fail_msg("scale %g bits %d element %zu: x=%g mean=%g se=%g", scale, bits, i, x[i] / scale, mean, se);
+            }
+        }
+}
+
+void given_double_payloads_when_summing_or_damaged_expect_sum_or_corrupt(void **) {
+    const size_t n = 70001;
+    CodecParams p = params64(4, 512);
+    std::vector<std::vector<uint8_t>> b;
+    std::vector<double> acc(n, 0.0);
+    for (int r = 0; r < 3; ++r) {
+        p.stream = 5 + r;
+        b.push_back(encode64(p, normal64(n, 30 + r)));
+        assert_int_equal(static_cast<int>(ops().decode_add64(b[r].data(), b[r].size(), n, p, acc.data())), 0);
+    }
+    const uint8_t *in[3] = {b[0].data(), b[1].data(), b[2].data()};
+    const size_t len[3] = {b[0].size(), b[1].size(), b[2].size()};
+    for (int t : {1, 2}) {
+        p.threads = t;
+        std::vector<double> y(n, 4.0);
+        assert_int_equal(static_cast<int>(ops().decode_sum64(in, len, 3, n, p, y.data())), 0);
+        assert_true(testutil::same_bytes(y.data(), acc.data(), 8 * n));
+    }
+    std::vector<double> out(n, 5.0);
+    auto expect_corrupt = [&](const std::vector<uint8_t> &q, const CodecParams &pp) {
+        assert_int_equal(static_cast<int>(ops().decode64(q.data(), q.size(), n, pp, out.data())), static_cast<int>(Status::corrupt));
+        assert_int_equal(static_cast<int>(ops().decode_add64(q.data(), q.size(), n, pp, out.data())), static_cast<int>(Status::corrupt));
+        const uint8_t *in2[2] = {b[0].data(), q.data()};
+        const size_t len2[2] = {b[0].size(), q.size()};
+        assert_int_equal(static_cast<int>(ops().decode_sum64(in2, len2, 2, n, pp, out.data())), static_cast<int>(Status::corrupt));
+        for (double v : out) assert_true(v == 5.0);
+    };
+    for (double bad : {-1.0, -0.0, static_cast<double>(NAN), static_cast<double>(INFINITY), 1.7e308}) {
+        auto q = b[0];
+        std::memcpy(q.data() + 8 * 3, &bad, 8);
+        expect_corrupt(q, p);
+    }
+    auto q = b[0];
+    q.pop_back();
+    expect_corrupt(q, p);
+    CodecParams pf = p;
+    pf.elem = Elem::f32;
+    expect_corrupt(b[0], pf);
+    auto xf = normal_data(n, 3);
+    expect_corrupt(encode(pf, xf), p);
+    std::vector<float> f(n, 5.0f);
+    assert_int_equal(static_cast<int>(ops().decode(b[0].data(), b[0].size(), n, pf, f.data())), static_cast<int>(Status::corrupt));
+    size_t l;
+    std::vector<uint8_t> o(ops().max_payload(n, p));
+    auto x = normal64(n, 1);
+    assert_int_equal(static_cast<int>(ops().encode64(x.data(), n, pf, o.data(), o.size(), &l)), static_cast<int>(Status::invalid_arg));
+    assert_int_equal(static_cast<int>(ops().encode(xf.data(), n, p, o.data(), o.size(), &l)), static_cast<int>(Status::invalid_arg));
+    std::vector<uint8_t> blob(blob_max_bytes(ops(), n, p));
+    assert_int_equal(static_cast<int>(blob_encode(ops(), p, x.data(), n, blob.data(), blob.size(), &l)), 0);
+    assert_int_equal(blob[9], 1);
+    std::vector<double> y(n);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), l, n, y.data(), false, simd_detect(), 1)), 0);
+    assert_int_equal(static_cast<int>(blob_decode(blob.data(), l, n, f.data(), false, simd_detect(), 1)), static_cast<int>(Status::corrupt));
+    for (float v : f) assert_true(v == 5.0f);
+    /* NaN/Inf, and norms whose top level would overflow a double */
+    for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), 1.7e308}) {
+        x[60000] = bad;
+        Status st;
+        encode64(params64(4, 0), x, &st);
+        assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -318,6 +502,9 @@ int main() {
         cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_sizes_when_asking_payload_expect_bits_plus_norms),
         cmocka_unit_test(given_reduced_params_expect_8_bits_same_bucket),
+        cmocka_unit_test(given_doubles_when_quantizing_expect_reference_bytes_and_levels),
+        cmocka_unit_test(given_many_streams_when_quantizing_doubles_expect_unbiased),
+        cmocka_unit_test(given_double_payloads_when_summing_or_damaged_expect_sum_or_corrupt),
     };
     return cmocka_run_group_tests_name("qsgd", tests, nullptr, nullptr);
 }

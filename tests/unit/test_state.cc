@@ -34,10 +34,10 @@ void ef_byte_cap(void **) {
     CommState st;
     static char addr[16];
     const size_t cap = 64 * 1024, n = 5000; /* 20000 bytes each: three fit, a fourth does not */
-    for (int i = 0; i < 3; ++i) state_ef_residual(st, addr + i, n, cap);
+    for (int i = 0; i < 3; ++i) state_ef_residual(st, addr + i, n, Elem::f32, cap);
     assert_int_equal(st.ef.size(), 3);
     assert_int_equal(table_bytes(st), 3 * n * sizeof(float));
-    std::vector<float> *r = state_ef_residual(st, addr + 3, n, cap);
+    std::vector<float> *r = state_ef_residual(st, addr + 3, n, Elem::f32, cap);
     assert_int_equal(st.ef.size(), 1);
     assert_int_equal(st.ef_floats, n);
     for (float v : *r) assert_true(v == 0.0f); /* a new residual starts at zero */

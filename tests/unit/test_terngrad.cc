@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "common/bucket_stats.h"
+#include "common/fields.h"
 #include "common/philox.h"
 #include "testutil.h"
 
@@ -860,6 +861,327 @@ void given_shared_scale_and_clip_at_when_encoding_expect_scalar_bytes(void **) {
             }
 }
 
+/* ---------------------------------------------------------------- fp64 */
+CodecParams params64(uint8_t variant, uint32_t bucket, float clip, uint64_t seed = 7, uint64_t stream = 11) {
+    CodecParams p = params(variant, bucket, clip, seed, stream);
+    p.elem = Elem::f64;
+    return p;
+}
+std::vector<double> normal64(size_t n, uint64_t seed, double scale = 1e-3) {
+    testutil::Rng r(seed);
+    std::vector<double> v(n);
+    for (auto &x : v) x = r.normal() * scale;
+    return v;
+}
+std::vector<uint8_t> encode64(const CodecParams &p, const std::vector<double> &x, Status *st = nullptr) {
+    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
+    size_t len = 0;
+    Status s = ops().encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
+    if (st) *st = s;
+    else assert_int_equal(static_cast<int>(s), 0);
+    if (s == Status::ok) {
+        assert_int_equal(len, ops().max_payload(x.size(), p));
+        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
+        out.resize(len);
+    }
+    return out;
+}
+std::vector<double> decode64(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
+    std::vector<double> y(n + 1, 7.0);
+    assert_int_equal(static_cast<int>(ops().decode64(b.data(), b.size(), n, p, y.data())), 0);
+    assert_true(y[n] == 7.0);
+    y.resize(n);
+    return y;
+}
+double scaler64(const std::vector<uint8_t> &b, size_t j) {
+    double s;
+    std::memcpy(&s, b.data() + 8 * j, 8);
+    return s;
+}
+double clip64(const std::vector<double> &x, float c) { /* c sigma in double, in long double sums */
+    long double sum = 0, sq = 0;
+    for (double v : x) sum += v, sq += static_cast<long double>(v) * v;
+    const long double n = static_cast<long double>(x.size()), mean = sum / n;
+    const double t = static_cast<double>(c * std::sqrt(std::max(0.0L, sq / n - mean * mean)));
+    return c > 0 && t > 0 ? t : INFINITY;
+}
+
+/* The codec's definition of c sigma: sums of x 2^-e (e = exponent of max |x|) per fixed block
+ * of fields::kBlock elements, added in block order. */
+double clip64_blocks(const std::vector<double> &x, float c) {
+    double mx = 0;
+    for (double v : x) mx = std::max(mx, std::fabs(v));
+    if (!(c > 0) || !(mx > 0)) return INFINITY;
+    const int e = std::ilogb(mx);
+    double a = 0, b = 0;
+    for (size_t lo = 0; lo < x.size(); lo += fields::kBlock) {
+        double pa = 0, pb = 0;
+        for (size_t i = lo; i < std::min(x.size(), lo + fields::kBlock); ++i) {
+            const double y = std::ldexp(x[i], -e);
+            pa += y, pb += y * y;
+        }
+        a += pa, b += pb;
+    }
+    const double n = static_cast<double>(x.size()), mean = a / n, var = std::max(0.0, b / n - mean * mean);
+    const double t = std::ldexp(c * std::sqrt(var), e);
+    return t > 0 ? t : INFINITY;
+}
+
+/* Independent reference: the 24-bit uniform u24 = 256 a + b in full, code = sign if
+ * u24 < ceil(min(|g|, cs) 2^24 / s), fields written one by one. */
+std::vector<uint8_t> ref_ternary64(const std::vector<double> &x, const CodecParams &p, const std::vector<double> &s,
+                                   double cs) {
+    const size_t n = x.size(), nb = s.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    std::vector<int> c(n);
+    for (size_t i = 0; i < n; ++i) {
+        const double sj = s[i / B];
+        if (!(sj > 0)) continue;
+        const double gc = std::min(std::fabs(x[i]), std::min(cs, p.shared_scale > 0 && nb == 1 ? sj : cs));
+        const double C = std::min(std::ceil(gc / sj * 16777216.0), 16777216.0);
+        const uint32_t u24 = philox::draw16(st, i) * 256 + philox::refine8(st, i);
+        if (u24 < C) c[i] = std::signbit(x[i]) ? -1 : 1;
+    }
+    std::vector<uint8_t> out(8 * nb + (p.variant == terngrad::kBase3 ? (n + 4) / 5 : (n + 3) / 4), 0);
+    std::memcpy(out.data(), s.data(), 8 * nb);
+    uint8_t *codes = out.data() + 8 * nb;
+    for (size_t i = 0; i < n; ++i) {
+        if (p.variant == terngrad::kBase4) {
+            codes[i / 4] |= static_cast<uint8_t>((c[i] & 3) << (2 * (i % 4)));
+        } else {
+            int w = 1;
+            for (size_t j = 0; j < i % 5; ++j) w *= 3;
+            codes[i / 5] = static_cast<uint8_t>(codes[i / 5] + (c[i] + 1) * w);
+        }
+    }
+    if (p.variant == terngrad::kBase3 && n % 5) /* missing trailing digits are 0, not 1 */
+        ;
+    return out;
+}
+
+void given_doubles_when_ternarizing_expect_reference_bytes_on_any_thread_count(void **) {
+    for (size_t n : {1ul, 5ul, 63ul, 64ul, 130ul, 4099ul, 70001ul, 300007ul})
+        for (uint8_t v : {terngrad::kBase4, terngrad::kBase3})
+            for (uint32_t bucket : {0u, 512u, 1000u})
+                for (float clip : {0.0f, 2.5f}) {
+                    auto x = normal64(n, n + bucket);
+                    if (n > 10) x[3] = 1e300, x[4] = -1e-300, x[5] = 0.0, x[6] = -0.0; /* far outside fp32 */
+                    CodecParams p = params64(v, bucket, clip);
+                    const size_t nb = n > bucket && bucket ? (n + bucket - 1) / bucket : 1, B = nb <= 1 ? n : bucket;
+                    const double cs = clip64_blocks(x, clip);
+                    assert_true(std::fabs(cs / clip64(x, clip) - 1) < 1e-9 || std::isinf(cs)); /* sigma, near enough */
+                    std::vector<double> s(nb, 0.0);
+                    for (size_t i = 0; i < n; ++i) s[i / B] = std::max(s[i / B], std::min(std::fabs(x[i]), cs));
+                    auto ref = ref_ternary64(x, p, s, cs);
+                    for (SimdLevel l : levels())
+                    for (int t : {1, 2, 3}) {
+                        p.threads = t;
+                        p.simd = l;
+                        auto b = encode64(p, x);
+                        if (!testutil::same_bytes(b.data(), ref.data(), ref.size()) || b.size() != ref.size()) {
+                            size_t i = 0;
+                            while (i < b.size() && b[i] == ref[i]) ++i;
+                            fail_msg("n=%zu variant %d bucket %u clip %g level %d threads %d: byte %zu", n, v, bucket, clip,
+                                     static_cast<int>(l), t, i);
+                        }
+                        auto y = decode64(p, b, n);
+                        for (size_t i = 0; i < n; ++i) {
+                            const double sj = s[i / B];
+                            assert_true(y[i] == 0.0 || y[i] == sj || y[i] == -sj);
+                        }
+                    }
+                }
+}
+
+void given_many_streams_when_ternarizing_doubles_expect_unbiased(void **) {
+    const size_t n = 2000;
+    auto x = normal64(n, 5, 1e-200); /* below fp32's range: the statistics are the double ones */
+    x[7] = 3e-200;
+    for (uint8_t v : {terngrad::kBase4, terngrad::kBase3})
+        for (float clip : {0.0f, 2.5f}) {
+            CodecParams p0 = params64(v, 0, clip);
+            const int R = 3000;
+            std::vector<double> sum(n, 0.0);
+            double s = 0;
+            for (int r = 0; r < R; ++r) {
+                CodecParams p = p0;
+                p.stream = 1000 + r;
+                auto b = encode64(p, x);
+                s = scaler64(b, 0);
+                auto y = decode64(p, b, n);
+                for (size_t i = 0; i < n; ++i) sum[i] += y[i];
+            }
+            const double cs = clip64(x, clip);
+            size_t clipped = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double g = std::copysign(std::min(std::fabs(x[i]), cs), x[i]);
+                clipped += std::fabs(x[i]) > cs;
+                const double q = std::fabs(g) / s, se = s * std::sqrt(q * (1 - q) / R), mean = sum[i] / R;
+                if (std::fabs(mean - g) > 4.5 * se + 1e-6 * s)
+                    fail_msg("element %zu: x=%g clipped=%g mean=%g se=%g s=%g", i, x[i], g, mean, se, s);
+            }
+            if (clip > 0) assert_true(clipped > 0);
+        }
+}
+
+void given_shared_scale_and_P_doubles_when_levels_expect_exact_sum(void **) {
+    const size_t n = 70001;
+    for (int P : {2, 5}) {
+        CodecParams p = params64(terngrad::kBase4, 0, 2.5f);
+        std::vector<std::vector<double>> x(P);
+        double shared = 0;
+        float clip_out = 0;
+        for (int r = 0; r < P; ++r) {
+            x[r] = normal64(n, 600 + r, 1e-100);
+            double st;
+            p.clip_out = &clip_out;
+            assert_int_equal(static_cast<int>(ops().prepare64(x[r].data(), n, p, &st)), 0);
+            const double c = clip64(x[r], 2.5f); /* reported rounded down to fp32, kept in fp32's range */
+            if (c < static_cast<double>(std::numeric_limits<float>::denorm_min()))
+                assert_true(clip_out == std::numeric_limits<float>::denorm_min());
+            else
+                assert_true(clip_out > 0 && clip_out <= c && std::nextafter(clip_out, INFINITY) > c);
+            shared = std::max(shared, st);
+        }
+        p.clip_out = nullptr;
+        p.shared_scale = shared;
+        std::vector<double> acc(n, 0.0);
+        std::vector<int> k(n, 0);
+        std::vector<std::vector<uint8_t>> blobs;
+        for (int r = 0; r < P; ++r) {
+            p.stream = 40 + r;
+            auto b = encode64(p, x[r]);
+            assert_true(scaler64(b, 0) == shared);
+            auto y = decode64(p, b, n);
+            for (size_t i = 0; i < n; ++i) k[i] += y[i] == 0.0 ? 0 : (y[i] > 0 ? 1 : -1);
+            assert_int_equal(static_cast<int>(ops().decode_add64(b.data(), b.size(), n, p, acc.data())), 0);
+            blobs.push_back(b);
+        }
+        /* decode_sum64 = decode + decode_add, bit for bit */
+        std::vector<const uint8_t *> in;
+        std::vector<size_t> lens;
+        for (auto &b : blobs) in.push_back(b.data()), lens.push_back(b.size());
+        for (int t : {1, 2}) {
+            CodecParams q = p;
+            q.threads = t;
+            std::vector<double> sum(n, 9.0);
+            assert_int_equal(static_cast<int>(ops().decode_sum64(in.data(), lens.data(), P, n, q, sum.data())), 0);
+            assert_true(testutil::same_bytes(sum.data(), acc.data(), 8 * n));
+        }
+        CodecParams p2 = p;
+        p2.nranks = P;
+        assert_int_equal(static_cast<int>(ops().reduced_params(p, &p2)), 0);
+        assert_int_equal(p2.variant, terngrad::kLevels);
+        assert_true(p2.elem == Elem::f64);
+        auto b2 = encode64(p2, acc);
+        assert_true(scaler64(b2, 0) == shared);
+        assert_int_equal(b2.size(), 8 + (n * p2.bits + 7) / 8);
+        auto y2 = decode64(p2, b2, n);
+        for (size_t i = 0; i < n; ++i) assert_true(y2[i] == k[i] * shared);
+    }
+}
+
+void given_double_levels_off_grid_expect_unbiased_stochastic_rounding(void **) {
+    const size_t n = 2000;
+    auto x = normal64(n, 8, 1e250);
+    for (int bits : {3, 12})
+        for (uint32_t bucket : {0u, 500u}) {
+            CodecParams p = params64(terngrad::kLevels, bucket, 0.0f);
+            p.bits = static_cast<uint8_t>(bits);
+            const double K = (1 << (bits - 1)) - 1;
+            const int R = 400;
+            std::vector<double> sum(n, 0.0);
+            for (int r = 0; r < R; ++r) {
+                p.stream = 500 + r;
+                auto b = encode64(p, x);
+                auto y = decode64(p, b, n);
+                for (size_t i = 0; i < n; ++i) {
+                    const double s = scaler64(b, bucket ? i / bucket : 0);
+                    assert_true(std::fabs(y[i] - x[i]) < s * (1 + 1e-12) && std::fabs(y[i] / s) <= K);
+                    sum[i] += y[i];
+                }
+            }
+            auto b0 = encode64(p, x);
+            double dsum = 0, vsum = 0, z2 = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double s = scaler64(b0, bucket ? i / bucket : 0), q = x[i] / s, f = q - std::floor(q);
+                const double mean = sum[i] / R, se = s * std::sqrt(f * (1 - f) / R);
+                if (se == 0) continue;
+                const double z = (mean - x[i]) / se; /* in units of s: 1e250 squared overflows */
+                z2 += z * z;
+                dsum += (mean - x[i]) / s, vsum += (se / s) * (se / s);
+            }
+            if (std::fabs(dsum) > 4 * std::sqrt(vsum)) fail_msg("bits %d bucket %u: bias %g se %g (units of s)", bits, bucket, dsum, std::sqrt(vsum));
+            if (!(z2 / n < 1.2)) fail_msg("bits %d bucket %u: mean z^2 %g", bits, bucket, z2 / n);
+        }
+}
+
+void given_bad_double_payloads_or_other_element_type_expect_corrupt(void **) {
+    const size_t n = 1001;
+    auto x = normal64(n, 3);
+    for (uint8_t v : {terngrad::kBase4, terngrad::kBase3})
+        for (uint32_t bucket : {0u, 100u}) {
+            CodecParams p = params64(v, bucket, 2.5f);
+            auto b = encode64(p, x);
+            std::vector<double> out(n, 5.0);
+            auto expect_corrupt = [&](const std::vector<uint8_t> &q, const CodecParams &pp) {
+                assert_int_equal(static_cast<int>(ops().decode64(q.data(), q.size(), n, pp, out.data())), static_cast<int>(Status::corrupt));
+                assert_int_equal(static_cast<int>(ops().decode_add64(q.data(), q.size(), n, pp, out.data())), static_cast<int>(Status::corrupt));
+                const uint8_t *in[2] = {b.data(), q.data()};
+                const size_t len[2] = {b.size(), q.size()};
+                assert_int_equal(static_cast<int>(ops().decode_sum64(in, len, 2, n, pp, out.data())), static_cast<int>(Status::corrupt));
+                for (double y : out) assert_true(y == 5.0);
+            };
+            for (double bad : {-1.0, -0.0, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
+                auto q = b;
+                std::memcpy(q.data(), &bad, 8);
+                expect_corrupt(q, p);
+            }
+            auto q = b;
+            const size_t nb = bucket ? (n + bucket - 1) / bucket : 1;
+            q[8 * nb + 2] = v == terngrad::kBase4 ? 0x02 : 243; /* field 10b / byte > 242 */
+            expect_corrupt(q, p);
+            q = b;
+            q.pop_back();
+            expect_corrupt(q, p);
+            /* parameters of the other element type, and the fp32 payload of the same data */
+            CodecParams pf = p;
+            pf.elem = Elem::f32;
+            expect_corrupt(b, pf);
+            std::vector<float> f(n, 5.0f);
+            assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, pf, f.data())), static_cast<int>(Status::corrupt));
+            auto xf = normal_data(n, 3);
+            auto bf = encode(pf, xf);
+            expect_corrupt(bf, p);
+            size_t len;
+            std::vector<uint8_t> o(ops().max_payload(n, p));
+            assert_int_equal(static_cast<int>(ops().encode64(x.data(), n, pf, o.data(), o.size(), &len)), static_cast<int>(Status::invalid_arg));
+            assert_int_equal(static_cast<int>(ops().encode(xf.data(), n, p, o.data(), o.size(), &len)), static_cast<int>(Status::invalid_arg));
+            /* blobs keep the element types apart */
+            std::vector<uint8_t> blob(blob_max_bytes(ops(), n, p));
+            assert_int_equal(static_cast<int>(blob_encode(ops(), p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+            assert_int_equal(blob[9], 1);
+            std::vector<double> y(n);
+            assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, y.data(), false, simd_detect(), 1)), 0);
+            assert_true(y == decode64(p, std::vector<uint8_t>(blob.begin() + kBlobHeaderBytes, blob.begin() + len), n));
+            assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, f.data(), false, simd_detect(), 1)), static_cast<int>(Status::corrupt));
+            for (float v2 : f) assert_true(v2 == 5.0f);
+        }
+    /* NaN/Inf */
+    for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
+        auto y = normal64(70001, 4);
+        y[65540] = bad;
+        for (float clip : {0.0f, 2.5f}) {
+            Status st;
+            encode64(params64(terngrad::kBase4, 0, clip), y, &st);
+            assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
+            double stat;
+            assert_int_equal(static_cast<int>(ops().prepare64(y.data(), y.size(), params64(terngrad::kBase3, 0, clip), &stat)),
+                             static_cast<int>(Status::nonfinite));
+        }
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -886,6 +1208,11 @@ int main() {
         cmocka_unit_test(given_hostile_payload_when_decoding_expect_ok_or_corrupt),
         cmocka_unit_test(given_sizes_when_asking_payload_expect_16x_and_20x),
         cmocka_unit_test(given_shared_scale_and_clip_at_when_encoding_expect_scalar_bytes),
+        cmocka_unit_test(given_doubles_when_ternarizing_expect_reference_bytes_on_any_thread_count),
+        cmocka_unit_test(given_many_streams_when_ternarizing_doubles_expect_unbiased),
+        cmocka_unit_test(given_shared_scale_and_P_doubles_when_levels_expect_exact_sum),
+        cmocka_unit_test(given_double_levels_off_grid_expect_unbiased_stochastic_rounding),
+        cmocka_unit_test(given_bad_double_payloads_or_other_element_type_expect_corrupt),
     };
     return cmocka_run_group_tests_name("terngrad", tests, nullptr, nullptr);
 }

@@ -25,17 +25,44 @@ std::vector<SimdLevel> levels() {
 }
 
 /* Many exact ties: small integers (and their negatives), some zeros. */
-std::vector<float> tie_data(size_t n, uint64_t seed) {
+template <class T = float> std::vector<T> tie_data(size_t n, uint64_t seed) {
     testutil::Rng r(seed);
-    std::vector<float> v(n);
-    for (auto &x : v) x = static_cast<float>(static_cast<int>(r.next() % 41) - 20) * 0.25f;
+    std::vector<T> v(n);
+    for (auto &x : v) x = static_cast<T>(static_cast<int>(r.next() % 41) - 20) * T(0.25);
     return v;
 }
 
-std::vector<uint8_t> enc(const std::vector<float> &x, double theta, SimdLevel l = SimdLevel::scalar, int t = 1) {
+template <class T> std::vector<T> grad_data(size_t n, uint64_t seed);
+template <> std::vector<float> grad_data<float>(size_t n, uint64_t seed) { return testutil::gradient_data(n, seed); }
+template <> std::vector<double> grad_data<double>(size_t n, uint64_t seed) { return testutil::gradient_data64(n, seed); }
+
+/* data of kind 0 (gradient-like), 1 (ties); doubles also 2: magnitudes that differ only in the
+ * low mantissa bits (every level of the 63-bit select decides), with ties among them */
+template <class T> std::vector<T> kind_data(int kind, size_t n, uint64_t seed) {
+    if (kind == 0) return grad_data<T>(n, seed);
+    if (kind == 1) return tie_data<T>(n, seed);
+    testutil::Rng r(seed);
+    std::vector<T> v(n);
+    for (auto &x : v) {
+        uint64_t u = 0x3FF0000000000000ull | (r.next() % 5000) << (r.next() % 40);
+        double d;
+        std::memcpy(&d, &u, 8);
+        x = static_cast<T>(r.next() & 1 ? -d : d);
+    }
+    return v;
+}
+template <class T> constexpr int kinds() { return sizeof(T) == 8 ? 3 : 2; }
+
+template <class T> CodecParams tk_params(double theta) {
     CodecParams p;
     p.theta = static_cast<float>(theta);
-    std::vector<uint8_t> out(codec_topk_ops.max_payload(x.size(), p));
+    p.elem = sizeof(T) == 8 ? Elem::f64 : Elem::f32;
+    return p;
+}
+
+template <class T>
+std::vector<uint8_t> enc(const std::vector<T> &x, double theta, SimdLevel l = SimdLevel::scalar, int t = 1) {
+    std::vector<uint8_t> out(codec_topk_ops.max_payload(x.size(), tk_params<T>(theta)));
     size_t len = 0;
     Status s = topk::encode(x.data(), x.size(), static_cast<float>(theta), out.data(), out.size(), &len, l, t);
     assert_int_equal(static_cast<int>(s), 0);
@@ -43,14 +70,15 @@ std::vector<uint8_t> enc(const std::vector<float> &x, double theta, SimdLevel l 
     return out;
 }
 
-std::vector<float> dec(const std::vector<uint8_t> &p, size_t n, SimdLevel l = SimdLevel::scalar, int t = 1) {
-    std::vector<float> y(n, 123.0f);
+template <class T = float>
+std::vector<T> dec(const std::vector<uint8_t> &p, size_t n, SimdLevel l = SimdLevel::scalar, int t = 1) {
+    std::vector<T> y(n, T(123));
     assert_int_equal(static_cast<int>(topk::decode(p.data(), p.size(), n, y.data(), false, l, t)), 0);
     return y;
 }
 
 /* reference: indices sorted by (|x| desc, index asc), first k */
-std::vector<char> reference_kept(const std::vector<float> &x, uint64_t k) {
+template <class T> std::vector<char> reference_kept(const std::vector<T> &x, uint64_t k) {
     std::vector<size_t> idx(x.size());
     std::iota(idx.begin(), idx.end(), 0);
     std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
@@ -59,25 +87,28 @@ std::vector<char> reference_kept(const std::vector<float> &x, uint64_t k) {
     return kept;
 }
 
-void given_theta_when_roundtrip_expect_exact_topk_set(void **) {
+template <class T> void theta_roundtrip_exact_topk_set() {
     for (size_t n : {1ul, 2ul, 63ul, 64ul, 65ul, 1000ul, 65536ul, 65537ul, 200003ul})
         for (double theta : {0.0, 0.3, 0.85, 0.97, 0.99, 0.9999})
-            for (int kind = 0; kind < 2; ++kind) {
-                auto x = kind ? tie_data(n, n + 7) : testutil::gradient_data(n, n + 8);
+            for (int kind = 0; kind < kinds<T>(); ++kind) {
+                auto x = kind_data<T>(kind, n, n + 7 + kind);
                 const uint64_t k = sparse::keep_count(n, theta);
                 auto kept = reference_kept(x, k);
                 auto p = enc(x, theta, simd_detect(), 2);
-                auto y = dec(p, n);
+                auto y = dec<T>(p, n);
                 uint64_t got = 0;
                 for (size_t i = 0; i < n; ++i) {
-                    const float want = kept[i] ? x[i] : 0.0f;
-                    if (std::memcmp(&want, &y[i], 4) != 0)
-                        fail_msg("n=%zu theta=%g i=%zu x=%g kept=%d y=%g", n, theta, i, x[i], kept[i], y[i]);
+                    const T want = kept[i] ? x[i] : T(0);
+                    if (std::memcmp(&want, &y[i], sizeof(T)) != 0)
+                        fail_msg("%zu-byte n=%zu theta=%g i=%zu x=%g kept=%d y=%g", sizeof(T), n, theta, i,
+                                 static_cast<double>(x[i]), kept[i], static_cast<double>(y[i]));
                     got += kept[i];
                 }
                 assert_int_equal(got, k);
             }
 }
+void given_theta_when_roundtrip_expect_exact_topk_set(void **) { theta_roundtrip_exact_topk_set<float>(); }
+void given_doubles_when_roundtrip_expect_exact_topk_set(void **) { theta_roundtrip_exact_topk_set<double>(); }
 
 void given_density_when_encoding_expect_smallest_form(void **) {
     const size_t n = 100000;
@@ -90,33 +121,52 @@ void given_density_when_encoding_expect_smallest_form(void **) {
     for (uint64_t k : {0ul, 10ul, 5000ul, 50000ul, 100000ul}) assert_true(topk::payload_bytes(n, k) <= codec_topk_ops.max_payload(n, p));
 }
 
-void given_any_path_and_thread_count_when_encoding_expect_identical_bytes(void **) {
+void given_doubles_at_any_density_when_encoding_expect_smallest_form_of_8_byte_values(void **) {
+    const size_t n = 100000, nw = (n + 63) / 64;
+    auto x = testutil::gradient_data64(n, 1);
+    assert_int_equal(enc(x, 0.99)[0], topk::kList);   /* 12k < n/8 + 8k */
+    assert_int_equal(enc(x, 0.85)[0], topk::kBitmap);
+    assert_int_equal(enc(x, 0.0)[0], topk::kDense);
+    assert_int_equal(enc(x, 0.99).size(), 16 + 12 * 1000);
+    assert_int_equal(enc(x, 0.85).size(), 16 + 8 * nw + 8 * 15000);
+    assert_int_equal(enc(x, 0.0).size(), 16 + 8 * n);
+    CodecParams p = tk_params<double>(0.0);
+    p.theta = 0; /* the decoder's view: the bound for k = n */
+    for (uint64_t k : {0ul, 10ul, 3000ul, 5000ul, 50000ul, 100000ul})
+        assert_true(topk::payload_bytes(n, k, 8) <= codec_topk_ops.max_payload(n, p));
+}
+
+template <class T> void any_path_identical_bytes() {
     for (size_t n : {0ul, 5ul, 64ul, 1001ul, 65536ul, 131073ul, 300001ul})
         for (double theta : {0.0, 0.85, 0.995})
-            for (int kind = 0; kind < 2; ++kind) {
-                auto x = kind ? tie_data(n, 3 * n) : testutil::gradient_data(n, 5 * n);
+            for (int kind = 0; kind < kinds<T>(); ++kind) {
+                auto x = kind_data<T>(kind, n, (3 + 2 * kind) * n);
                 auto ref = enc(x, theta);
-                auto yref = dec(ref, n);
+                auto yref = dec<T>(ref, n);
                 for (SimdLevel l : levels())
                     for (int t : {1, 2, 3}) {
                         auto got = enc(x, theta, l, t);
                         assert_true(got.size() == ref.size() && testutil::same_bytes(got.data(), ref.data(), ref.size()));
-                        auto y = dec(ref, n, l, t);
-                        assert_true(testutil::same_bytes(y.data(), yref.data(), n * 4));
+                        auto y = dec<T>(ref, n, l, t);
+                        assert_true(testutil::same_bytes(y.data(), yref.data(), n * sizeof(T)));
                     }
             }
 }
+void given_any_path_and_thread_count_when_encoding_expect_identical_bytes(void **) { any_path_identical_bytes<float>(); }
+void given_doubles_on_any_path_and_thread_count_when_encoding_expect_identical_bytes(void **) {
+    any_path_identical_bytes<double>();
+}
 
-void given_accumulator_when_decode_add_expect_decode_plus_add(void **) {
+template <class T> void decode_add_is_decode_plus_add() {
     for (size_t n : {100ul, 70000ul})
         for (double theta : {0.0, 0.85, 0.995}) {
-            auto x = testutil::gradient_data(n, 21);
+            auto x = grad_data<T>(n, 21);
             auto p = enc(x, theta);
-            auto y = dec(p, n);
-            std::vector<float> acc0(n);
+            auto y = dec<T>(p, n);
+            std::vector<T> acc0(n);
             testutil::Rng r(4);
-            for (auto &a : acc0) a = static_cast<float>(r.normal());
-            acc0[0] = -0.0f;
+            for (auto &a : acc0) a = static_cast<T>(r.normal());
+            acc0[0] = -T(0);
             for (SimdLevel l : levels())
                 for (int t : {1, 2}) {
                     auto acc = acc0;
@@ -125,6 +175,8 @@ void given_accumulator_when_decode_add_expect_decode_plus_add(void **) {
                 }
         }
 }
+void given_accumulator_when_decode_add_expect_decode_plus_add(void **) { decode_add_is_decode_plus_add<float>(); }
+void given_double_accumulator_when_decode_add_expect_decode_plus_add(void **) { decode_add_is_decode_plus_add<double>(); }
 
 void given_nan_or_inf_when_encoding_expect_nonfinite(void **) {
     for (float bad : {NAN, INFINITY, -INFINITY}) {
@@ -234,6 +286,113 @@ void given_random_damage_when_decoding_expect_ok_or_corrupt(void **) {
             if (s == Status::ok)
                 for (float v : y) assert_true(std::isfinite(v));
         }
+}
+
+/* fp64: NaN/Inf, corrupt payloads of every form, element types never crossed. */
+void given_nan_or_inf_doubles_when_encoding_expect_nonfinite(void **) {
+    for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)})
+        for (double theta : {0.0, 0.85, 0.9999}) {
+            auto x = testutil::gradient_data64(100000, 2);
+            x[77777] = bad;
+            std::vector<uint8_t> p(16 + 8 * x.size());
+            size_t len;
+            for (SimdLevel l : levels())
+                assert_int_equal(static_cast<int>(topk::encode(x.data(), x.size(), theta, p.data(), p.size(), &len, l, 2)),
+                                 static_cast<int>(Status::nonfinite));
+        }
+}
+
+void expect_corrupt64(const std::vector<uint8_t> &p, size_t n, const char *what) {
+    for (int add = 0; add <= 1; ++add)
+        for (SimdLevel l : levels()) {
+            std::vector<double> y(n, 9.0);
+            Status s = topk::decode(p.data(), p.size(), n, y.data(), add, l, 2);
+            if (s != Status::corrupt) fail_msg("fp64 %s: decoded as %d", what, static_cast<int>(s));
+            for (double v : y) assert_true(v == 9.0);
+        }
+}
+
+void given_corrupt_double_payload_when_decoding_expect_corrupt(void **) {
+    const size_t n = 100003, nw = (n + 63) / 64;
+    auto x = testutil::gradient_data64(n, 6);
+    auto bm = enc(x, 0.85), li = enc(x, 0.995), de = enc(x, 0.0);
+    assert_int_equal(bm[0], topk::kBitmap);
+    assert_int_equal(li[0], topk::kList);
+    auto q = bm;
+    q[16 + 8] ^= 0x10;
+    expect_corrupt64(q, n, "bitmap popcount");
+    q = bm;
+    q[16 + 8 * nw - 1] |= 0x80;
+    for (size_t b = 16; b < 16 + 8 * nw; ++b)
+        if (q[b]) { q[b] &= static_cast<uint8_t>(q[b] - 1); break; }
+    expect_corrupt64(q, n, "bit past n");
+    q = bm;
+    q.pop_back();
+    expect_corrupt64(q, n, "truncated bitmap payload");
+    const double nan = NAN, inf = -INFINITY;
+    q = bm;
+    std::memcpy(q.data() + 16 + 8 * nw + 8 * 10, &nan, 8);
+    expect_corrupt64(q, n, "NaN value");
+    q = bm;
+    q[8] ^= 1;
+    expect_corrupt64(q, n, "k changed");
+    q = bm;
+    q[3] = 1;
+    expect_corrupt64(q, n, "reserved");
+    q = bm;
+    q[0] = 3;
+    expect_corrupt64(q, n, "form");
+    const uint64_t k = sparse::keep_count(n, 0.995);
+    q = li;
+    uint32_t i1;
+    std::memcpy(&i1, q.data() + 16 + 4, 4);
+    std::memcpy(q.data() + 16, &i1, 4);
+    expect_corrupt64(q, n, "indices not increasing");
+    q = li;
+    const uint32_t big = static_cast<uint32_t>(n);
+    std::memcpy(q.data() + 16 + 4 * (k - 1), &big, 4);
+    expect_corrupt64(q, n, "index out of range");
+    q = li;
+    std::memcpy(q.data() + 16 + 4 * k + 8 * (k - 1), &inf, 8);
+    expect_corrupt64(q, n, "list Inf value");
+    q = de;
+    std::memcpy(q.data() + 16 + 8 * 5, &nan, 8);
+    expect_corrupt64(q, n, "dense NaN");
+    for (size_t len : {0ul, 8ul, 15ul}) expect_corrupt64(std::vector<uint8_t>(bm.begin(), bm.begin() + len), n, "short");
+    expect_corrupt64(bm, n + 64, "other n");
+    /* a payload of floats is no payload of doubles (sizes differ), nor the reverse */
+    auto xf = testutil::gradient_data(n, 6);
+    for (double theta : {0.0, 0.85, 0.995}) {
+        expect_corrupt64(enc(xf, theta), n, "fp32 payload");
+        auto p64 = enc(x, theta);
+        std::vector<float> y(n, 9.0f);
+        assert_int_equal(static_cast<int>(topk::decode(p64.data(), p64.size(), n, y.data(), false, SimdLevel::scalar, 1)),
+                         static_cast<int>(Status::corrupt));
+    }
+}
+
+void given_double_blob_when_decoding_expect_roundtrip_and_no_crossing(void **) {
+    const CodecOps &c = codec_topk_ops;
+    const size_t n = 5001;
+    auto x = testutil::gradient_data64(n, 8);
+    for (double theta : {0.0, 0.85, 0.995}) {
+        CodecParams p = tk_params<double>(theta);
+        std::vector<uint8_t> blob(blob_max_bytes(c, n, p));
+        size_t len = 0;
+        assert_int_equal(static_cast<int>(blob_encode(c, p, x.data(), n, blob.data(), blob.size(), &len)), 0);
+        assert_int_equal(blob[9], 1);
+        std::vector<double> y(n);
+        assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, y.data(), false, simd_detect(), 2)), 0);
+        auto kept = reference_kept(x, sparse::keep_count(n, theta));
+        for (size_t i = 0; i < n; ++i) assert_true(y[i] == (kept[i] ? x[i] : 0.0));
+        std::vector<float> f(n, 5.0f);
+        assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, f.data(), false, SimdLevel::scalar, 1)),
+                         static_cast<int>(Status::corrupt));
+        for (float v : f) assert_true(v == 5.0f);
+        size_t l2;
+        assert_int_equal(static_cast<int>(c.encode64(x.data(), n, tk_params<float>(theta), blob.data(), blob.size(), &l2)),
+                         static_cast<int>(Status::invalid_arg));
+    }
 }
 
 /* Settings -> params -> blob -> decode with nothing but the header (what every rank does). */
@@ -372,6 +531,13 @@ void given_theta_schedule_when_planning_expect_per_shape_counts_not_addresses(vo
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(given_theta_when_roundtrip_expect_exact_topk_set),
+        cmocka_unit_test(given_doubles_when_roundtrip_expect_exact_topk_set),
+        cmocka_unit_test(given_doubles_at_any_density_when_encoding_expect_smallest_form_of_8_byte_values),
+        cmocka_unit_test(given_doubles_on_any_path_and_thread_count_when_encoding_expect_identical_bytes),
+        cmocka_unit_test(given_double_accumulator_when_decode_add_expect_decode_plus_add),
+        cmocka_unit_test(given_nan_or_inf_doubles_when_encoding_expect_nonfinite),
+        cmocka_unit_test(given_corrupt_double_payload_when_decoding_expect_corrupt),
+        cmocka_unit_test(given_double_blob_when_decoding_expect_roundtrip_and_no_crossing),
         cmocka_unit_test(given_density_when_encoding_expect_smallest_form),
         cmocka_unit_test(given_any_path_and_thread_count_when_encoding_expect_identical_bytes),
         cmocka_unit_test(given_accumulator_when_decode_add_expect_decode_plus_add),

@@ -50,8 +50,13 @@ void given_calls_outside_the_memo_when_keying_expect_none(void **) {
     float s[4], r[4];
     VerdictKey k;
     CollArgs a = allreduce_args(1024, s, r);
-    a.datatype = MPI_DOUBLE; /* not a float type */
+    a.datatype = MPI_INT; /* not a floating type */
     assert_false(verdict_key(a, &k));
+    a.datatype = MPI_DOUBLE; /* doubles are eligible (issue 30), keyed apart from floats */
+    VerdictKey kd, kf;
+    assert_true(verdict_key(a, &kd));
+    assert_true(verdict_key(allreduce_args(1024, s, r), &kf));
+    assert_true(kd.datatype != kf.datatype);
     a = allreduce_args(1024, s, r);
     a.kind = Coll::reduce_scatter; /* per-rank counts are not part of the key */
     assert_false(verdict_key(a, &k));

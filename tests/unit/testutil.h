@@ -52,6 +52,31 @@ inline std::vector<float> gradient_data(size_t n, uint64_t seed) {
     return v;
 }
 
+/* The same for doubles, over a wider range: per-block scales from 1e-12 to 1e3, blocks far
+ * outside fp32's range (1e-320 .. 1e300), outliers, denormals, signed zeros, near DBL_MAX. */
+inline std::vector<double> gradient_data64(size_t n, uint64_t seed) {
+    Rng r(seed);
+    std::vector<double> v(n);
+    double scale = 1e-3;
+    for (size_t i = 0; i < n; ++i) {
+        if (i % 1000 == 0) {
+            scale = std::pow(10.0, -12.0 + 15.0 * r.uniform());
+            if (i % 7000 == 3000) scale = 1e-310;
+            if (i % 7000 == 5000) scale = 1e300;
+        }
+        v[i] = r.normal() * scale;
+        if (r.uniform() < 1e-3) v[i] *= 100.0;
+    }
+    if (n > 8) {
+        v[1] = 0.0;
+        v[2] = -0.0;
+        v[3] = 4.9e-324; /* smallest denormal */
+        v[4] = -1.7976931348623157e308; /* -DBL_MAX */
+        v[5] = 1.7976931348623157e308;
+    }
+    return v;
+}
+
 inline bool same_bytes(const void *a, const void *b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; /* empty vectors may be null (UBSan) */ }
 
 }  // namespace testutil

@@ -1,46 +1,73 @@
 /* bitpack CPU kernels: scalar, AVX2 and AVX-512 (F/BW/VL/VBMI), chosen at run time; OpenMP
- * splits large buffers into blocks. Every path writes identical bytes (tests/unit). */
+ * splits large buffers into blocks. Every path writes identical bytes (tests/unit).
+ * fp32 and fp64 share the scalar reference, the rounding rule, the dispatch, the OpenMP
+ * blocks and the CodecOps (templates on the element type); the vector kernels differ (fp32:
+ * packs and shuffles per 32-bit lane; fp64: one byte permute per 64-bit lane, any width). */
 #include "bitpack/bitpack.h"
 
+/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
+ * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cstring>
 
+#include "common/blocks.h"
+
 namespace compmpi::bitpack {
 namespace {
 
-constexpr uint32_t kExp = 0x7F800000u;
+/* The IEEE-754 pattern of an element type: unsigned word, exponent field, bytes. */
+template <class T> struct Pattern;
+template <> struct Pattern<float> {
+    using U = uint32_t;
+    static constexpr U kExp = 0x7F800000u;
+};
+template <> struct Pattern<double> {
+    using U = uint64_t;
+    static constexpr U kExp = 0x7FF0000000000000ull;
+};
 
-/* Round the 32-bit pattern u to the nearest value whose low s bits are zero (ties to even);
- * keep u when it is NaN/Inf or when rounding would carry into the Inf exponent. */
-inline uint32_t round_bits(uint32_t u, int s) {
-    if ((u & kExp) == kExp) return u;
-    uint32_t r = u + ((1u << (s - 1)) - 1) + ((u >> s) & 1u);
-    return (r & kExp) == kExp ? u : r;
+constexpr uint32_t kExp = Pattern<float>::kExp;
+constexpr uint64_t kExp64 = Pattern<double>::kExp;
+
+/* Round the pattern u to the nearest value whose low s bits are zero (ties to even); keep u
+ * when it is NaN/Inf or when rounding would carry into the Inf exponent. The carry never
+ * reaches the sign bit: below the Inf exponent a carry stops in the exponent field. */
+template <class U> inline U round_bits(U u, int s, U exp) {
+    if ((u & exp) == exp) return u;
+    U r = u + ((U{1} << (s - 1)) - 1) + ((u >> s) & 1u);
+    return (r & exp) == exp ? u : r;
 }
 
 /* ---------------------------------------------------------------- scalar */
-bool encode_scalar(const float *in, size_t n, int k, bool nearest, uint8_t *out) {
-    const int s = 32 - 8 * k;
-    uint32_t bad = 0;
+template <class T> bool encode_scalar(const T *in, size_t n, int k, bool nearest, uint8_t *out) {
+    using U = typename Pattern<T>::U;
+    constexpr U exp = Pattern<T>::kExp;
+    const int s = static_cast<int>(8 * sizeof(T)) - 8 * k;
+    U bad = 0;
     for (size_t i = 0; i < n; ++i) {
-        uint32_t u;
-        std::memcpy(&u, in + i, 4);
-        bad |= static_cast<uint32_t>((u & kExp) == kExp);
-        if (nearest && s) u = round_bits(u, s);
+        U u;
+        std::memcpy(&u, in + i, sizeof(T));
+        bad |= static_cast<U>((u & exp) == exp);
+        if (nearest && s) u = round_bits(u, s, exp);
         for (int b = 0; b < k; ++b) out[i * k + b] = static_cast<uint8_t>(u >> (s + 8 * b));
     }
     return bad != 0;
 }
 
-void decode_scalar(const uint8_t *in, size_t n, int k, float *out, bool add) {
-    const int s = 32 - 8 * k;
+template <class T> void decode_scalar(const uint8_t *in, size_t n, int k, T *out, bool add) {
+    using U = typename Pattern<T>::U;
+    const int s = static_cast<int>(8 * sizeof(T)) - 8 * k;
     for (size_t i = 0; i < n; ++i) {
-        uint32_t u = 0;
-        for (int b = 0; b < k; ++b) u |= static_cast<uint32_t>(in[i * k + b]) << (s + 8 * b);
-        float v;
-        std::memcpy(&v, &u, 4);
+        U u = 0;
+        for (int b = 0; b < k; ++b) u |= static_cast<U>(in[i * k + b]) << (s + 8 * b);
+        T v;
+        std::memcpy(&v, &u, sizeof(T));
         out[i] = add ? out[i] + v : v;
     }
 }
@@ -221,18 +248,145 @@ AVX512 void decode_avx512(const uint8_t *in, size_t n, int k, float *out, bool a
 
 #undef st
 
-/* ---------------------------------------------------------------- dispatch + OpenMP */
-constexpr size_t kBlock = 1 << 15;        /* elements per OpenMP work item (multiple of 64) */
-constexpr size_t kParallelMin = 1 << 17;  /* below this one thread is faster */
+/* ---------------------------------------------------------------- fp64, AVX2
+ * 4 doubles per step: vpshufb gathers the top k bytes of each 64-bit lane to the front of its
+ * 128-bit half (2k useful bytes), two 16-byte stores (the second overwrites the first's
+ * spare bytes); decode mirrors it with two 16-byte loads. Both stay inside the payload: the
+ * loop runs while the second access ends at or before the last element's bytes. */
+AVX2 inline __m256i round64_avx2(__m256i u, int s) {
+    const __m256i exp = _mm256_set1_epi64x(static_cast<long long>(kExp64));
+    __m256i half = _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << (s - 1)) - 1));
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi64(u, s), _mm256_set1_epi64x(1));
+    __m256i r = _mm256_add_epi64(u, _mm256_add_epi64(half, lsb));
+    __m256i keep = _mm256_or_si256(_mm256_cmpeq_epi64(_mm256_and_si256(u, exp), exp),
+                                   _mm256_cmpeq_epi64(_mm256_and_si256(r, exp), exp));
+    return _mm256_blendv_epi8(r, u, keep);
+}
 
-bool encode_block(const float *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl) {
+/* pshufb control, per 128-bit half: encode (take) puts byte 8e + 8 - k + b at e k + b;
+ * decode (put) the reverse, zero below the kept bytes */
+AVX2 inline __m256i shuf64_avx2(int k, bool take) {
+    alignas(32) int8_t c[32];
+    for (int j = 0; j < 16; ++j) {
+        int v = -1;
+        if (take && j < 2 * k) v = (j / k) * 8 + 8 - k + j % k;
+        if (!take && j % 8 >= 8 - k) v = (j / 8) * k + j % 8 - (8 - k);
+        c[j] = c[j + 16] = static_cast<int8_t>(v);
+    }
+    return _mm256_load_si256(reinterpret_cast<const __m256i *>(c));
+}
+
+AVX2 inline __m256i load_enc64_avx2(const double *p, __m256i *bad, bool nearest, int s) {
+    const __m256i exp = _mm256_set1_epi64x(static_cast<long long>(kExp64));
+    __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    *bad = _mm256_or_si256(*bad, _mm256_cmpeq_epi64(_mm256_and_si256(u, exp), exp));
+    return nearest && s ? round64_avx2(u, s) : u;
+}
+
+AVX2 bool encode_avx2(const double *in, size_t n, int k, bool nearest, uint8_t *out) {
+    const int s = 64 - 8 * k;
+    const size_t K = static_cast<size_t>(k);
+    __m256i bad = _mm256_setzero_si256();
+    size_t i = 0;
+    if (k == 8) {
+        for (; i + 4 <= n; i += 4)
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + 8 * i), load_enc64_avx2(in + i, &bad, nearest, s));
+    } else {
+        const __m256i shuf = shuf64_avx2(k, true);
+        for (; K * i + 2 * K + 16 <= K * n; i += 4) {
+            __m256i p = _mm256_shuffle_epi8(load_enc64_avx2(in + i, &bad, nearest, s), shuf);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(out + K * i), _mm256_castsi256_si128(p));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(out + K * i + 2 * K), _mm256_extracti128_si256(p, 1));
+        }
+    }
+    bool tail_bad = encode_scalar(in + i, n - i, k, nearest, out + K * i);
+    return tail_bad || !_mm256_testz_si256(bad, bad);
+}
+
+AVX2 inline void store_dec64_avx2(double *p, __m256i v, bool add) {
+    __m256d f = _mm256_castsi256_pd(v);
+    if (add) f = _mm256_add_pd(_mm256_loadu_pd(p), f);
+    _mm256_storeu_pd(p, f);
+}
+
+AVX2 void decode_avx2(const uint8_t *in, size_t n, int k, double *out, bool add) {
+    const size_t K = static_cast<size_t>(k);
+    size_t i = 0;
+    if (k == 8) {
+        for (; i + 4 <= n; i += 4)
+            store_dec64_avx2(out + i, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + 8 * i)), add);
+    } else {
+        const __m256i shuf = shuf64_avx2(k, false);
+        for (; K * i + 2 * K + 16 <= K * n; i += 4) {
+            __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + K * i));
+            __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + K * i + 2 * K));
+            store_dec64_avx2(out + i, _mm256_shuffle_epi8(_mm256_set_m128i(hi, lo), shuf), add);
+        }
+    }
+    decode_scalar(in + K * i, n - i, k, out + i, add);
+}
+
+/* ---------------------------------------------------------------- fp64, AVX-512
+ * 8 doubles per step: one VBMI vpermb between the 64-bit lanes and the 8k packed bytes,
+ * with masked stores (encode) and masked loads (decode): no access outside the payload. */
+AVX512 inline __m512i round64_avx512(__m512i u, int s) {
+    const __m512i exp = _mm512_set1_epi64(static_cast<long long>(kExp64));
+    __m512i half = _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << (s - 1)) - 1));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi64(u, s), _mm512_set1_epi64(1));
+    __m512i r = _mm512_add_epi64(u, _mm512_add_epi64(half, lsb));
+    __mmask8 keep = _mm512_cmpeq_epi64_mask(_mm512_and_si512(u, exp), exp) |
+                    _mm512_cmpeq_epi64_mask(_mm512_and_si512(r, exp), exp);
+    return _mm512_mask_mov_epi64(r, keep, u);
+}
+
+AVX512 bool encode_avx512(const double *in, size_t n, int k, bool nearest, uint8_t *out) {
+    const int s = 64 - 8 * k;
+    const __m512i exp = _mm512_set1_epi64(static_cast<long long>(kExp64));
+    alignas(64) uint8_t idx[64];
+    for (int j = 0; j < 64; ++j) idx[j] = static_cast<uint8_t>(j < 8 * k ? (j / k) * 8 + 8 - k + j % k : 0);
+    const __m512i perm = _mm512_load_si512(idx);
+    const __mmask64 m = k == 8 ? ~0ull : (1ull << (8 * k)) - 1;
+    __mmask8 bad = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i u = _mm512_loadu_si512(in + i);
+        bad |= _mm512_cmpeq_epi64_mask(_mm512_and_si512(u, exp), exp);
+        if (nearest && s) u = round64_avx512(u, s);
+        _mm512_mask_storeu_epi8(out + static_cast<size_t>(k) * i, m, _mm512_permutexvar_epi8(perm, u));
+    }
+    bool tail_bad = encode_scalar(in + i, n - i, k, nearest, out + static_cast<size_t>(k) * i);
+    return tail_bad || bad != 0;
+}
+
+AVX512 void decode_avx512(const uint8_t *in, size_t n, int k, double *out, bool add) {
+    alignas(64) uint8_t idx[64];
+    uint64_t nz = 0; /* output bytes that come from the payload (the rest are zero) */
+    for (int j = 0; j < 64; ++j) {
+        const int pos = j % 8;
+        idx[j] = static_cast<uint8_t>(pos >= 8 - k ? (j / 8) * k + pos - (8 - k) : 0);
+        if (pos >= 8 - k) nz |= 1ull << j;
+    }
+    const __m512i perm = _mm512_load_si512(idx);
+    const __mmask64 m = k == 8 ? ~0ull : (1ull << (8 * k)) - 1;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_maskz_permutexvar_epi8(nz, perm, _mm512_maskz_loadu_epi8(m, in + static_cast<size_t>(k) * i));
+        __m512d f = _mm512_castsi512_pd(v);
+        if (add) f = _mm512_add_pd(_mm512_loadu_pd(out + i), f);
+        _mm512_storeu_pd(out + i, f);
+    }
+    decode_scalar(in + static_cast<size_t>(k) * i, n - i, k, out + i, add);
+}
+
+/* ---------------------------------------------------------------- dispatch + OpenMP */
+template <class T> bool encode_block(const T *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl) {
     switch (lvl) {
         case SimdLevel::avx512: return encode_avx512(in, n, k, nearest, out);
         case SimdLevel::avx2: return encode_avx2(in, n, k, nearest, out);
         default: return encode_scalar(in, n, k, nearest, out);
     }
 }
-void decode_block(const uint8_t *in, size_t n, int k, float *out, bool add, SimdLevel lvl) {
+template <class T> void decode_block(const uint8_t *in, size_t n, int k, T *out, bool add, SimdLevel lvl) {
     switch (lvl) {
         case SimdLevel::avx512: return decode_avx512(in, n, k, out, add);
         case SimdLevel::avx2: return decode_avx2(in, n, k, out, add);
@@ -240,41 +394,56 @@ void decode_block(const uint8_t *in, size_t n, int k, float *out, bool add, Simd
     }
 }
 
-}  // namespace
-
-Status encode(const float *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl, int threads) {
-    if (k < 1 || k > 4) return Status::invalid_arg;
+template <class T>
+Status encode_t(const T *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl, int threads) {
+    if (k < 1 || k > static_cast<int>(sizeof(T))) return Status::invalid_arg;
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-    int bad = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        bad |= encode_block(in + lo, len, k, nearest, out + lo * k, lvl);
-    }
+    const bool bad = blocks::any_of(n, threads, [&](size_t lo, size_t len) {
+        return encode_block(in + lo, len, k, nearest, out + lo * k, lvl);
+    });
     return bad ? Status::nonfinite : Status::ok;
 }
 
-void decode(const uint8_t *in, size_t n, int k, float *out, bool add, SimdLevel lvl, int threads) {
+template <class T> void decode_t(const uint8_t *in, size_t n, int k, T *out, bool add, SimdLevel lvl, int threads) {
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::any_of(n, threads, [&](size_t lo, size_t len) {
         decode_block(in + lo * k, len, k, out + lo, add, lvl);
-    }
+        return false;
+    });
+}
+
+}  // namespace
+
+Status encode(const float *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl, int threads) {
+    return encode_t(in, n, k, nearest, out, lvl, threads);
+}
+Status encode(const double *in, size_t n, int k, bool nearest, uint8_t *out, SimdLevel lvl, int threads) {
+    return encode_t(in, n, k, nearest, out, lvl, threads);
+}
+void decode(const uint8_t *in, size_t n, int k, float *out, bool add, SimdLevel lvl, int threads) {
+    decode_t(in, n, k, out, add, lvl, threads);
+}
+void decode(const uint8_t *in, size_t n, int k, double *out, bool add, SimdLevel lvl, int threads) {
+    decode_t(in, n, k, out, add, lvl, threads);
 }
 
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
+constexpr Elem elem_of(const float *) { return Elem::f32; }
+constexpr Elem elem_of(const double *) { return Elem::f64; }
+
+/* fp32: 8..32 bits, fp64: 16..64 bits, in whole bytes */
 Status bp_check(const CodecParams &p) {
-    if (p.bits != 8 && p.bits != 16 && p.bits != 24 && p.bits != 32) return Status::invalid_arg;
+    const bool d = p.elem == Elem::f64;
+    if (p.bits % 8 || p.bits < (d ? 16 : 8) || p.bits > (d ? 64 : 32)) return Status::invalid_arg;
     if (p.variant != kTrunc && p.variant != kNearest) return Status::invalid_arg;
     return p.param == 0 ? Status::ok : Status::invalid_arg;
 }
 size_t bp_max_payload(size_t n, const CodecParams &p) { return n * (p.bits / 8); }
-Status bp_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+template <class T>
+Status bp_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    if (p.elem != elem_of(in)) return Status::invalid_arg;
     CMPI_CHECK(bp_check(p));
     size_t need = n * (p.bits / 8);
     if (cap < need) return Status::invalid_arg;
@@ -282,16 +451,17 @@ Status bp_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     *len = need;
     return s;
 }
-Status bp_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
-    CMPI_CHECK(bp_check(p));
+template <class T>
+Status bp_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out, bool add) {
+    if (p.elem != elem_of(out) || bp_check(p) != Status::ok) return Status::corrupt;
     if (len != n * (p.bits / 8)) return Status::corrupt;
     decode(in, n, p.bits / 8, out, add, p.simd, p.threads);
     return Status::ok;
 }
-Status bp_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+template <class T> Status bp_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
     return bp_decode_common(in, len, n, p, out, false);
 }
-Status bp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
+template <class T> Status bp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
     return bp_decode_common(in, len, n, p, acc, true);
 }
 
@@ -300,10 +470,14 @@ Status bp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams 
 
 namespace compmpi {
 extern const CodecOps codec_bitpack_ops = {
-    CodecId::bitpack, "bitpack", "keep the top bits/8 bytes of each fp32 (ADT); rounding: trunc|nearest",
+    CodecId::bitpack, "bitpack",
+    "keep the top bits/8 bytes of each fp32 (ADT) or fp64 (16..64 bits); rounding: trunc|nearest",
     CODEC_ADAPTIVE_BITS,
     16, 8, 32, 8,
-    bitpack::bp_check, bitpack::bp_max_payload, nullptr, bitpack::bp_encode, bitpack::bp_decode,
-    bitpack::bp_decode_add, nullptr,
+    bitpack::bp_check, bitpack::bp_max_payload, nullptr, bitpack::bp_encode<float>, bitpack::bp_decode<float>,
+    bitpack::bp_decode_add<float>, nullptr, nullptr, nullptr,
+    /* fp64: sign, 11 exponent bits and the top 4..52 mantissa bits; 32 bits (ratio 2, as 16 bits for fp32) by default */
+    32, 16, 64, 8,
+    nullptr, bitpack::bp_encode<double>, bitpack::bp_decode<double>, bitpack::bp_decode_add<double>, nullptr, nullptr,
 };
 }  // namespace compmpi

@@ -856,22 +856,39 @@ size_t ft_max_payload(size_t n, const CodecParams &p) {
     const Layout L = layout(n, p.param);
     return payload_bytes(L, sparse::keep_count(L.C, theta), p.bits);
 }
-Status ft_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+constexpr Elem elem_of(const float *) { return Elem::f32; }
+constexpr Elem elem_of(const double *) { return Elem::f64; }
+template <class T> Status ft_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(ft_check(p));
+    if (p.elem != elem_of(in)) return Status::invalid_arg;
     return encode(in, n, p.bits, p.param, p.theta, out, cap, len, p.simd, p.threads, p.variant);
 }
 Status ft_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    if (ft_check(p) != Status::ok) return Status::corrupt;
+    if (ft_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
     return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, p.stream_out);
 }
 Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    if (ft_check(p) != Status::ok) return Status::corrupt;
+    if (ft_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
     return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
 }
 
 Status ft_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
-    if (ft_check(p) != Status::ok) return Status::corrupt;
+    if (ft_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
     return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, true, p.stream_out);
+}
+
+Status ft_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
+    if (ft_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
+    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
+}
+Status ft_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
+    if (ft_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
+    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
+}
+Status ft_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                       double *out) {
+    if (ft_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
+    return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
 }
 
 }  // namespace
@@ -883,7 +900,11 @@ extern const CodecOps codec_fft_topk_ops = {
     "FFT sparsification (Wang et al.): keep the top (1-theta) frequencies, range-based N-bit float, bitmap + codes",
     CODEC_SPARSE,
     fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
-    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode, fft_topk::ft_decode,
-    fft_topk::ft_decode_add, nullptr, fft_topk::ft_decode_sum,
+    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode<float>, fft_topk::ft_decode,
+    fft_topk::ft_decode_add, nullptr, fft_topk::ft_decode_sum, nullptr,
+    /* fp64: FFTW double transforms, the same layout and quantiser (bytes 12..13: int16 sc) */
+    fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
+    nullptr, fft_topk::ft_encode<double>, fft_topk::ft_decode64, fft_topk::ft_decode_add64, fft_topk::ft_decode_sum64,
+    nullptr,
 };
 }  // namespace compmpi

@@ -33,6 +33,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -534,6 +535,197 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *
     return Status::ok;
 }
 
+/* ---------------------------------------------------------------- fp64
+ * Doubles use the fp32 payload: an fp32 scale s and the same codes. The scale is computed in
+ * double (max |x| exactly, then rounded up to fp32 so that no |x| / s exceeds 1; the offset
+ * types compare max |x| with their bounds in double); y = |x| / s is computed in double and
+ * decided by the fp32 rule. For an fp32 boundary t, y > t iff RU(y) > t, RU = rounding up to
+ * fp32; so the codes are those of the fp32 tables applied to the exact double y, and the
+ * encoder reuses the fp32 kernels on RU(y) (sign kept) with scale 1. Decoded value =
+ * magnitude(fp32) * s(fp32), a product exact in double. */
+namespace {
+
+constexpr size_t kChunk64 = 1024; /* doubles turned into RU(y) floats at a time (L1) */
+
+inline float ru_float(double y) {
+    float f = static_cast<float>(y);
+    if (static_cast<double>(f) < y) f = std::nextafter(f, INFINITY);
+    return f;
+}
+
+/* y[i] = +-RU(|x[i]| / s) with x[i]'s sign; s == 0: +-0 */
+void to_y_scalar(const double *x, size_t n, double s, float *y) {
+    for (size_t i = 0; i < n; ++i) {
+        const float f = s > 0 ? ru_float(std::fabs(x[i]) / s) : 0.0f;
+        y[i] = std::signbit(x[i]) ? -f : f;
+    }
+}
+AVX2 void to_y_avx2(const double *x, size_t n, double s, float *y) {
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), sv = _mm256_set1_pd(s);
+    const __m256i lo = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6), hi = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+    const __m128i sbit = _mm_set1_epi32(static_cast<int>(0x80000000u));
+    size_t i = 0;
+    for (; s > 0 && i + 4 <= n; i += 4) {
+        const __m256d v = _mm256_loadu_pd(x + i), q = _mm256_div_pd(_mm256_and_pd(v, absm), sv);
+        __m128i f = _mm_castps_si128(_mm256_cvtpd_ps(q)); /* nearest (MXCSR), then up where below */
+        const __m256d below = _mm256_cmp_pd(_mm256_cvtps_pd(_mm_castsi128_ps(f)), q, _CMP_LT_OQ);
+        f = _mm_sub_epi32(f, _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(below), lo)));
+        const __m128i sg = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(v), hi));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(y + i), _mm_or_si128(f, _mm_and_si128(sg, sbit)));
+    }
+    to_y_scalar(x + i, n - i, s, y + i);
+}
+AVX512 void to_y_avx512(const double *x, size_t n, double s, float *y) {
+    const __m512d sv = _mm512_set1_pd(s);
+    const __m256i sbit = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+    size_t i = 0;
+    for (; s > 0 && i + 8 <= n; i += 8) {
+        const __m512d v = _mm512_loadu_pd(x + i);
+        const __m256 f = _mm512_cvt_roundpd_ps(_mm512_div_pd(_mm512_abs_pd(v), sv), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+        const __m256i sg = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_castpd_si512(v), 32));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(y + i), _mm256_or_si256(_mm256_castps_si256(f), _mm256_and_si256(sg, sbit)));
+    }
+    to_y_scalar(x + i, n - i, s, y + i);
+}
+
+void encode_block64(const double *in, size_t n, double s, const EncCtx &c, uint8_t *out, SimdLevel lvl) {
+    alignas(64) float y[kChunk64];
+    for (size_t lo = 0; lo < n; lo += kChunk64) {
+        const size_t len = std::min(kChunk64, n - lo);
+        switch (lvl) {
+            case SimdLevel::avx512: to_y_avx512(in + lo, len, s, y); break;
+            case SimdLevel::avx2: to_y_avx2(in + lo, len, s, y); break;
+            default: to_y_scalar(in + lo, len, s, y);
+        }
+        encode_block(y, len, c, out + lo, lvl);
+    }
+}
+
+struct DecCtx64 {
+    alignas(64) double tab[256]; /* sign * magnitude * scale, exact */
+};
+
+void decode64_scalar(const uint8_t *in, size_t n, const DecCtx64 &d, double *out, bool add) {
+    for (size_t i = 0; i < n; ++i) out[i] = add ? out[i] + d.tab[in[i]] : d.tab[in[i]];
+}
+AVX2 void decode64_avx2(const uint8_t *in, size_t n, const DecCtx64 &d, double *out, bool add) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        int32_t c4;
+        std::memcpy(&c4, in + i, 4);
+        __m256d v = _mm256_i32gather_pd(d.tab, _mm_cvtepu8_epi32(_mm_cvtsi32_si128(c4)), 8);
+        if (add) v = _mm256_add_pd(_mm256_loadu_pd(out + i), v);
+        _mm256_storeu_pd(out + i, v);
+    }
+    decode64_scalar(in + i, n - i, d, out + i, add);
+}
+AVX512 void decode64_avx512(const uint8_t *in, size_t n, const DecCtx64 &d, double *out, bool add) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v = _mm512_i32gather_pd(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(in + i))), d.tab, 8);
+        if (add) v = _mm512_add_pd(_mm512_loadu_pd(out + i), v);
+        _mm512_storeu_pd(out + i, v);
+    }
+    decode64_scalar(in + i, n - i, d, out + i, add);
+}
+void decode_block64(const uint8_t *in, size_t n, const DecCtx64 &d, double *out, bool add, SimdLevel lvl) {
+    switch (lvl) {
+        case SimdLevel::avx512: return decode64_avx512(in, n, d, out, add);
+        case SimdLevel::avx2: return decode64_avx2(in, n, d, out, add);
+        default: return decode64_scalar(in, n, d, out, add);
+    }
+}
+
+Status dec_ctx64(const uint8_t *in, int type, DecCtx64 *d) {
+    DecCtx f;
+    CMPI_CHECK(dec_ctx(in, type, &f)); /* the fp32 checks of the scale */
+    float scale;
+    std::memcpy(&scale, in, kScaleBytes);
+    const float *mag = tables().mag[type];
+    for (int m = 0; m < 128; ++m) {
+        d->tab[m] = static_cast<double>(mag[m]) * static_cast<double>(scale); /* 24 + 24 bits: exact */
+        d->tab[m + 128] = -d->tab[m];
+    }
+    return Status::ok;
+}
+
+}  // namespace
+
+Status scale_of(const double *in, size_t n, int type, SimdLevel lvl, int threads, float *scale_out) {
+    if (!type_ok(type)) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+    uint64_t mx = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (n >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) {
+        const size_t lo = b * kBlock;
+        mx = std::max(mx, maxabs::block(in + lo, std::min(kBlock, n - lo), lvl));
+    }
+    if (mx >= 0x7FF0000000000000ull) return Status::nonfinite;
+    double m;
+    std::memcpy(&m, &mx, 8);
+    if (m > static_cast<double>(FLT_MAX)) return Status::nonfinite; /* no fp32 scale holds it: exact path */
+    float scale = ru_float(m);
+    if (has_offset(type)) {
+        const uint32_t *bound = tables().bound[type];
+        int k = kOffsetMin;
+        while (k < kOffsetMax && m > static_cast<double>(bitsf(bound[k - kOffsetMin]))) ++k;
+        scale = offset_scale(k);
+    }
+    *scale_out = scale;
+    return Status::ok;
+}
+
+Status encode(const double *in, size_t n, int type, uint8_t *out, SimdLevel lvl, int threads, float fixed_scale) {
+    if (!type_ok(type)) return Status::invalid_arg;
+    if (lvl > simd_detect()) lvl = simd_detect();
+    float scale = fixed_scale;
+    if (!(scale >= 0)) CMPI_CHECK(scale_of(in, n, type, lvl, threads, &scale));
+    if (!std::isfinite(scale)) return Status::invalid_arg;
+    EncCtx c;
+    c.lut = tables().lut[type];
+    c.scale = 1.0f;
+    c.inv = 1.0f;
+    c.divide = false;
+    std::memcpy(out, &scale, kScaleBytes);
+    uint8_t *codes = out + kScaleBytes;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) {
+        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        encode_block64(in + lo, len, scale, c, codes + lo, lvl);
+    }
+    return Status::ok;
+}
+
+Status decode(const uint8_t *in, size_t n, int type, double *out, bool add, SimdLevel lvl, int threads) {
+    DecCtx64 d;
+    CMPI_CHECK(dec_ctx64(in, type, &d));
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const uint8_t *codes = in + kScaleBytes;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) {
+        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        decode_block64(codes + lo, len, d, out + lo, add, lvl);
+    }
+    return Status::ok;
+}
+
+Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, double *out, SimdLevel lvl, int threads) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<DecCtx64> d(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(dec_ctx64(in[k], type, &d[k]));
+    if (lvl > simd_detect()) lvl = simd_detect();
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) {
+        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        for (int k = 0; k < cnt; ++k) decode_block64(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
+    }
+    return Status::ok;
+}
+
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
@@ -541,33 +733,40 @@ Status q8_check(const CodecParams &p) {
     if (p.bits != 8 || !type_ok(p.variant) || p.param != 0) return Status::invalid_arg;
     return Status::ok;
 }
+constexpr Elem elem_of(const float *) { return Elem::f32; }
+constexpr Elem elem_of(const double *) { return Elem::f64; }
+/* both element types: the same payload, 4-byte fp32 scale + n codes */
 size_t q8_max_payload(size_t n, const CodecParams &) { return kScaleBytes + n; }
-Status q8_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+template <class T>
+Status q8_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(q8_check(p));
-    if (cap < kScaleBytes + n) return Status::invalid_arg;
+    if (p.elem != elem_of(in) || cap < kScaleBytes + n) return Status::invalid_arg;
     CMPI_CHECK(encode(in, n, p.variant, out, p.simd, p.threads, p.fixed_scale));
     *len = kScaleBytes + n;
     return Status::ok;
 }
-Status q8_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
-    if (q8_check(p) != Status::ok) return Status::corrupt;
+template <class T>
+Status q8_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, T *out) {
+    if (q8_check(p) != Status::ok || p.elem != elem_of(out)) return Status::corrupt;
     for (int k = 0; k < cnt; ++k)
         if (len[k] != kScaleBytes + n || len[k] < n) return Status::corrupt;
-    return decode_sum(in, cnt, n, p.variant, out, p.simd, p.threads, p.stream_out);
+    if constexpr (sizeof(T) == 4) return decode_sum(in, cnt, n, p.variant, out, p.simd, p.threads, p.stream_out);
+    else return decode_sum(in, cnt, n, p.variant, out, p.simd, p.threads);
 }
-Status q8_whole_scale(const float *in, size_t n, const CodecParams &p, float *scale) {
+template <class T> Status q8_whole_scale(const T *in, size_t n, const CodecParams &p, float *scale) {
     CMPI_CHECK(q8_check(p));
+    if (p.elem != elem_of(in)) return Status::invalid_arg;
     return scale_of(in, n, p.variant, p.simd, p.threads, scale);
 }
-Status q8_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
-    if (q8_check(p) != Status::ok) return Status::corrupt;
+template <class T> Status q8_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out, bool add) {
+    if (q8_check(p) != Status::ok || p.elem != elem_of(out)) return Status::corrupt;
     if (len != kScaleBytes + n || len < n) return Status::corrupt;
     return decode(in, n, p.variant, out, add, p.simd, p.threads);
 }
-Status q8_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+template <class T> Status q8_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
     return q8_decode_common(in, len, n, p, out, false);
 }
-Status q8_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
+template <class T> Status q8_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
     return q8_decode_common(in, len, n, p, acc, true);
 }
 
@@ -581,7 +780,11 @@ extern const CodecOps codec_q8_ops = {
     "nearest), max-abs or exponent-offset scale; q8_type selects",
     0,
     8, 8, 8, 8,
-    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode, q8::q8_decode, q8::q8_decode_add, nullptr,
-    q8::q8_decode_sum, q8::q8_whole_scale,
+    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode<float>, q8::q8_decode<float>,
+    q8::q8_decode_add<float>, nullptr, q8::q8_decode_sum<float>, q8::q8_whole_scale<float>,
+    /* fp64: the fp32 payload (fp32 scale, the same codes), decided on the double |x| / s */
+    8, 8, 8, 8,
+    nullptr, q8::q8_encode<double>, q8::q8_decode<double>, q8::q8_decode_add<double>, q8::q8_decode_sum<double>,
+    q8::q8_whole_scale<double>,
 };
 }  // namespace compmpi

@@ -236,6 +236,7 @@ size_t qs_max_payload(size_t n, const CodecParams &p) {
 
 Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(qs_check(p));
+    if (p.elem != Elem::f32) return Status::invalid_arg;
     if (p.bucket && p.bucket != p.param) return Status::invalid_arg; /* bucket travels in param */
     const size_t need = qs_max_payload(n, p);
     if (cap < need) return Status::invalid_arg;
@@ -290,7 +291,7 @@ Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
 
 /* Every check of a payload before any output is written: its steps (norm / s) into *step. */
 Status qs_steps(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *step) {
-    if (len != qs_max_payload(n, p)) return Status::corrupt;
+    if (p.elem != Elem::f32 || len != qs_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
     step->resize(nb);
     if (nb) std::memcpy(step->data(), in, 4 * nb);
@@ -347,6 +348,255 @@ Status qs_reduced_params(const CodecParams &p, CodecParams *out) {
     return Status::ok;
 }
 
+/* ---------------------------------------------------------------- fp64
+ * Doubles (docs/codecs/qsgd.md, "fp64"): f64 norms (8 bytes per bucket), then the same b-bit
+ * fields. Per bucket, in double: N = max(||v||, max |v|), the norm from sums of (v 2^-e)^2
+ * (e the exponent of max |v|: exact scaling, no overflow or underflow) so |v_i| <= N holds;
+ * per element r = s |v| / N (one division), l = floor(r), xi = min(s, l + [u24 < ceil((r - l)
+ * 2^24)]) with the fp32 codec's Philox draws: E[xi] = r (+ < 2^-24), unbiased as for floats.
+ * Decode: k (N / s) in double. Quantisation scalar, AVX2 and AVX-512 (the same codes); norms,
+ * packing and decode scalar; OpenMP over the fixed blocks of fields.h. */
+inline uint64_t dbits(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+}
+
+/* Every field k (|k| <= 2^(b-1)) times N / s stays finite. */
+inline bool norm_fits64(double N, int b) {
+    return std::ldexp(N / static_cast<double>((1 << (b - 1)) - 1), b - 1) <= DBL_MAX;
+}
+
+/* N of v[0..cnt): max(||v||, max|v|); false on NaN/Inf */
+bool norm64(const double *v, size_t cnt, double *N) {
+    uint64_t m = 0;
+    for (size_t i = 0; i < cnt; ++i) m = std::max<uint64_t>(m, dbits(v[i]) & 0x7FFFFFFFFFFFFFFFull);
+    if (m >= 0x7FF0000000000000ull) return false;
+    double mx;
+    std::memcpy(&mx, &m, 8);
+    if (!(mx > 0)) {
+        *N = 0;
+        return true;
+    }
+    const int e = std::ilogb(mx);
+    double sq = 0;
+    for (size_t i = 0; i < cnt; ++i) {
+        const double y = std::ldexp(v[i], -e);
+        sq += y * y;
+    }
+    *N = std::max(std::ldexp(std::sqrt(sq), e), mx);
+    return true;
+}
+
+inline int32_t q_one64(double v, double N, double sL, const philox::Stream &st, uint64_t i, uint32_t a) {
+    const double r = sL * std::fabs(v) / N, l = std::floor(r), t = (r - l) * 0x1p24;
+    const uint32_t C = static_cast<uint32_t>(std::ceil(t < 0x1p24 ? t : 0x1p24));
+    const double up = l + (philox::below(st, i, a, C) ? 1.0 : 0.0);
+    const int32_t k = static_cast<int32_t>(up < sL ? up : sL);
+    return std::signbit(v) ? -k : k;
+}
+
+void q64_scalar(const double *in, size_t i0, size_t i1, double N, double sL, const philox::Stream &st,
+                int8_t *codes) {
+    uint32_t a[64];
+    for (size_t i = i0; i < i1;) {
+        const size_t q = i >> 6, e = std::min(i1, (q + 1) << 6);
+        philox::group16_scalar(st, q, a);
+        for (; i < e; ++i) codes[i - i0] = static_cast<int8_t>(q_one64(in[i], N, sL, st, i, a[i & 63]));
+    }
+}
+
+/* The SIMD paths: q_one64's operations lane by lane ((s |v|) / N, floor, (r - l) 2^24 clamped
+ * to 2^24, ceil exact, min with s), the same draws: the same codes. */
+CMPI_AVX2 inline void q64_c4_avx2(__m256d v, __m256d vN, __m256d vsL, __m128i *C, __m128i *fl) {
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), two24 = _mm256_set1_pd(0x1p24);
+    const __m256d r = _mm256_div_pd(_mm256_mul_pd(vsL, _mm256_and_pd(v, absm)), vN);
+    const __m256d l = _mm256_floor_pd(r);
+    const __m256d t = _mm256_min_pd(_mm256_mul_pd(_mm256_sub_pd(r, l), two24), two24);
+    *C = _mm256_cvtpd_epi32(_mm256_ceil_pd(t)); /* integral: exact */
+    *fl = _mm256_cvttpd_epi32(l);
+}
+CMPI_AVX2 void q64_avx2(const double *in, size_t i0, size_t i1, double N, double sL, const philox::Stream &st,
+                        int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = static_cast<int8_t>(q_one64(in[i], N, sL, st, i, philox::draw16(st, i)));
+    const __m256d vN = _mm256_set1_pd(N), vsL = _mm256_set1_pd(sL);
+    const __m256i hi32 = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7), one = _mm256_set1_epi32(1);
+    const __m256i vs = _mm256_set1_epi32(static_cast<int>(sL));
+    const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    philox::Draws16Avx2 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m256i a8[8];
+        philox::draws16_avx2(st, keys, i >> 6, d, a8);
+        for (int l = 0; l < 4; ++l)
+            for (int h = 0; h < 2; ++h) {
+                const size_t e = i + 16 * l + 8 * h;
+                const __m256d v0 = _mm256_loadu_pd(in + e), v1 = _mm256_loadu_pd(in + e + 4);
+                __m128i C0, C1, f0, f1;
+                q64_c4_avx2(v0, vN, vsL, &C0, &f0);
+                q64_c4_avx2(v1, vN, vsL, &C1, &f1);
+                const __m256i hit = philox::below8c_avx2(st, e, a8[2 * l + h], _mm256_set_m128i(C1, C0));
+                const __m256i xi = _mm256_min_epi32(_mm256_add_epi32(_mm256_set_m128i(f1, f0), _mm256_and_si256(hit, one)), vs);
+                const __m256i top = _mm256_set_m128i(
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(v1), hi32)),
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(v0), hi32)));
+                const __m256i sign = _mm256_srai_epi32(top, 31);
+                const __m256i c = _mm256_sub_epi32(_mm256_xor_si256(xi, sign), sign);
+                const __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+                _mm_storel_epi64(reinterpret_cast<__m128i *>(codes + (e - i0)), _mm_packs_epi16(c16, c16));
+            }
+    }
+    if (i < i1) q64_scalar(in, i, i1, N, sL, st, codes + (i - i0));
+}
+CMPI_AVX512 inline void q64_c8_avx512(__m512d v, __m512d vN, __m512d vsL, __m256i *C, __m256i *fl) {
+    const __m512d two24 = _mm512_set1_pd(0x1p24);
+    const __m512d r = _mm512_div_pd(_mm512_mul_pd(vsL, _mm512_abs_pd(v)), vN);
+    const __m512d l = _mm512_roundscale_pd(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512d t = _mm512_min_pd(_mm512_mul_pd(_mm512_sub_pd(r, l), two24), two24);
+    *C = _mm512_cvt_roundpd_epi32(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    *fl = _mm512_cvttpd_epi32(l);
+}
+CMPI_AVX512 void q64_avx512(const double *in, size_t i0, size_t i1, double N, double sL, const philox::Stream &st,
+                            int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = static_cast<int8_t>(q_one64(in[i], N, sL, st, i, philox::draw16(st, i)));
+    const __m512d vN = _mm512_set1_pd(N), vsL = _mm512_set1_pd(sL);
+    const __m512i vs = _mm512_set1_epi32(static_cast<int>(sL)), one = _mm512_set1_epi32(1);
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    philox::Draws16Avx512 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        for (int l = 0; l < 4; ++l) {
+            const size_t e = i + 16 * l;
+            const __m512d v0 = _mm512_loadu_pd(in + e), v1 = _mm512_loadu_pd(in + e + 8);
+            __m256i C0, C1, f0, f1;
+            q64_c8_avx512(v0, vN, vsL, &C0, &f0);
+            q64_c8_avx512(v1, vN, vsL, &C1, &f1);
+            const __mmask16 hit = philox::below16c_avx512(st, e, a[l], _mm512_inserti64x4(_mm512_castsi256_si512(C0), C1, 1));
+            const __m512i fl = _mm512_inserti64x4(_mm512_castsi256_si512(f0), f1, 1);
+            const __m512i xi = _mm512_min_epi32(_mm512_mask_add_epi32(fl, hit, fl, one), vs);
+            const __mmask16 neg = static_cast<__mmask16>(
+                _mm512_cmplt_epi64_mask(_mm512_castpd_si512(v0), _mm512_setzero_si512()) |
+                (_mm512_cmplt_epi64_mask(_mm512_castpd_si512(v1), _mm512_setzero_si512()) << 8));
+            const __m512i c = _mm512_mask_sub_epi32(xi, neg, _mm512_setzero_si512(), xi);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + (e - i0)), _mm512_cvtepi32_epi8(c));
+        }
+    }
+    if (i < i1) q64_scalar(in, i, i1, N, sL, st, codes + (i - i0));
+}
+
+void q_run64(const double *in, size_t i0, size_t i1, double N, double sL, const philox::Stream &st, int8_t *codes,
+             SimdLevel lvl) {
+    if (!(N > 0)) {
+        std::memset(codes, 0, i1 - i0);
+        return;
+    }
+    switch (lvl) {
+        case SimdLevel::avx512: return q64_avx512(in, i0, i1, N, sL, st, codes);
+        case SimdLevel::avx2: return q64_avx2(in, i0, i1, N, sL, st, codes);
+        default: return q64_scalar(in, i0, i1, N, sL, st, codes);
+    }
+}
+
+size_t qs_max_payload64(size_t n, const CodecParams &p) {
+    return 8 * bstats::bucket_count(n, p.param) + fields::bytes(n, p.bits);
+}
+size_t qs_max_payload_any(size_t n, const CodecParams &p) {
+    return p.elem == Elem::f64 ? qs_max_payload64(n, p) : qs_max_payload(n, p);
+}
+
+Status qs_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(qs_check(p));
+    if (p.elem != Elem::f64) return Status::invalid_arg;
+    if (p.bucket && p.bucket != p.param) return Status::invalid_arg;
+    const size_t need = qs_max_payload64(n, p);
+    if (cap < need) return Status::invalid_arg;
+    const int b = p.bits;
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    std::vector<double> norm(nb);
+    int bad = 0;
+#pragma omp parallel for num_threads(p.threads) schedule(static) reduction(| : bad) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t j = 0; j < nb; ++j) {
+        const size_t lo = j * B, cnt = std::min(B, n - lo);
+        bad |= !norm64(in + lo, cnt, &norm[j]) || !norm_fits64(norm[j], b);
+    }
+    if (bad) return Status::nonfinite;
+    const double sL = static_cast<double>((1 << (b - 1)) - 1);
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
+    uint8_t *codes = out + 8 * nb;
+    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
+        std::vector<int8_t> c(hi - lo);
+        for (size_t r = lo; r < hi;) {
+            const size_t j = r / B, end = std::min(hi, (j + 1) * B);
+            q_run64(in, r, end, norm[j], sL, st, c.data() + (r - lo), lvl);
+            r = end;
+        }
+        fields::pack_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
+    }
+    if (nb) std::memcpy(out, norm.data(), 8 * nb);
+    *len = need;
+    return Status::ok;
+}
+
+Status qs_steps64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<double> *step) {
+    if (qs_check(p) != Status::ok || p.elem != Elem::f64 || len != qs_max_payload64(n, p)) return Status::corrupt;
+    const size_t nb = bstats::bucket_count(n, p.param);
+    step->resize(nb);
+    if (nb) std::memcpy(step->data(), in, 8 * nb);
+    const double sL = static_cast<double>((1 << (p.bits - 1)) - 1);
+    for (double &v : *step) {
+        if (!std::isfinite(v) || std::signbit(v) || !norm_fits64(v, p.bits)) return Status::corrupt;
+        v /= sL;
+    }
+    return Status::ok;
+}
+
+void decode_range64(const uint8_t *codes, size_t avail, int b, const double *step, size_t B, size_t lo, size_t hi,
+                    double *out, bool add) {
+    for (size_t i = lo; i < hi; ++i) {
+        const double v = static_cast<double>(fields::field(codes, avail, b, i)) * step[i / B];
+        out[i] = add ? out[i] + v : v;
+    }
+}
+
+Status qs_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                       double *out) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<std::vector<double>> step(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(qs_steps64(in[k], len[k], n, p, &step[k]));
+    const size_t nb = step[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
+        for (int q = 0; q < cnt; ++q)
+            decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p.bits, step[q].data(), B, lo, hi, out, q > 0);
+    }
+    return Status::ok;
+}
+Status qs_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
+    std::vector<double> step;
+    CMPI_CHECK(qs_steps64(in, len, n, p, &step));
+    const size_t nb = step.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k)
+        decode_range64(in + 8 * nb, len - 8 * nb, p.bits, step.data(), B, k * fields::kBlock,
+                       std::min(n, (k + 1) * fields::kBlock), out, add);
+    return Status::ok;
+}
+Status qs_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
+    return qs_decode_common64(in, len, n, p, out, false);
+}
+Status qs_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
+    return qs_decode_common64(in, len, n, p, acc, true);
+}
+
 }  // namespace
 }  // namespace compmpi::qsgd
 
@@ -361,12 +611,24 @@ extern const CodecOps codec_qsgd_ops = {
     8,
     1,
     qsgd::qs_check,
-    qsgd::qs_max_payload,
+    qsgd::qs_max_payload_any,
     nullptr,
     qsgd::qs_encode,
     qsgd::qs_decode,
     qsgd::qs_decode_add,
     qsgd::qs_reduced_params,
     qsgd::qs_decode_sum,
+    nullptr,
+    /* fp64: f64 norms, the same fields */
+    4,
+    2,
+    8,
+    1,
+    nullptr,
+    qsgd::qs_encode64,
+    qsgd::qs_decode64,
+    qsgd::qs_decode_add64,
+    qsgd::qs_decode_sum64,
+    nullptr,
 };
 }  // namespace compmpi

@@ -4,10 +4,12 @@
  *   form 1 bitmap:      u32 k, ceil(n/8) bytes of bitmap (bit i = x[i] != 0, LSB first),
  *                       then k × f32 values in index order
  *   form 2 dense:       n × f32
- * payload = u8 form, 3 zero bytes, then the form's body. Zeros are +0.0 and -0.0 alike only
+ * payload = u8 form, 3 zero bytes, then the form's body. fp64 (elem 1): the same forms with
+ * f64 values (index list entries of 12 bytes: u32 index, f64 value), one template for both. Zeros are +0.0 and -0.0 alike only
  * if bit-identical: -0.0 is kept as a value, so decoding gives back the exact bits.
  * Used by the sparse-aware allreduce for exact partial sums, and by applications whose
  * gradients are naturally sparse (embeddings). NaN/Inf are carried exactly. */
+#include <cstdint>
 #include <cstring>
 
 #include "codec.h"
@@ -17,42 +19,53 @@ namespace {
 
 enum : uint8_t { kIndex = 0, kBitmap = 1, kDense = 2 };
 
-inline bool nz(float v) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
+template <class T> struct Word;
+template <> struct Word<float> { using U = uint32_t; };
+template <> struct Word<double> { using U = uint64_t; };
+
+template <class T> inline bool nz(T v) {
+    typename Word<T>::U u;
+    std::memcpy(&u, &v, sizeof(T));
     return u != 0;
 }
 
-size_t body_size(uint8_t form, size_t n, size_t k) {
+/* vb: bytes per value (4 or 8) */
+size_t body_size(uint8_t form, size_t n, size_t k, size_t vb) {
     switch (form) {
-        case kIndex: return 4 + 8 * k;
-        case kBitmap: return 4 + (n + 7) / 8 + 4 * k;
-        default: return 4 * n;
+        case kIndex: return 4 + (4 + vb) * k;
+        case kBitmap: return 4 + (n + 7) / 8 + vb * k;
+        default: return vb * n;
     }
 }
 
 Status sp_check(const CodecParams &p) { return p.bits == 0 && p.variant == 0 && p.param == 0 ? Status::ok : Status::invalid_arg; }
 
-size_t sp_max_payload(size_t n, const CodecParams &) {
+size_t sp_max_payload(size_t n, const CodecParams &p) {
     /* the encoder never picks a form larger than dense */
-    return 4 + 4 * n;
+    return 4 + elem_bytes(p.elem) * n;
 }
 
-Status sp_encode(const float *in, size_t n, const CodecParams &, uint8_t *out, size_t cap, size_t *len) {
+constexpr Elem elem_of(const float *) { return Elem::f32; }
+constexpr Elem elem_of(const double *) { return Elem::f64; }
+
+template <class T>
+Status sp_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    constexpr size_t vb = sizeof(T);
+    if (p.elem != elem_of(in)) return Status::invalid_arg;
     size_t k = 0;
     for (size_t i = 0; i < n; ++i) k += nz(in[i]);
     if (n > 0xFFFFFFFFu) return Status::unsupported;
     uint8_t form = kDense;
-    if (body_size(kIndex, n, k) < body_size(form, n, k)) form = kIndex;
-    if (body_size(kBitmap, n, k) < body_size(form, n, k)) form = kBitmap;
-    const size_t need = 4 + body_size(form, n, k);
+    if (body_size(kIndex, n, k, vb) < body_size(form, n, k, vb)) form = kIndex;
+    if (body_size(kBitmap, n, k, vb) < body_size(form, n, k, vb)) form = kBitmap;
+    const size_t need = 4 + body_size(form, n, k, vb);
     if (cap < need) return Status::invalid_arg;
     out[0] = form;
     out[1] = out[2] = out[3] = 0;
     uint8_t *b = out + 4;
     uint32_t k32 = static_cast<uint32_t>(k);
     if (form == kDense) {
-        if (n) std::memcpy(b, in, 4 * n); /* in may be null when n == 0 (UBSan) */
+        if (n) std::memcpy(b, in, vb * n); /* in may be null when n == 0 (UBSan) */
     } else if (form == kIndex) {
         std::memcpy(b, &k32, 4);
         uint8_t *q = b + 4;
@@ -60,8 +73,8 @@ Status sp_encode(const float *in, size_t n, const CodecParams &, uint8_t *out, s
             if (nz(in[i])) {
                 uint32_t i32 = static_cast<uint32_t>(i);
                 std::memcpy(q, &i32, 4);
-                std::memcpy(q + 4, in + i, 4);
-                q += 8;
+                std::memcpy(q + 4, in + i, vb);
+                q += 4 + vb;
             }
     } else {
         std::memcpy(b, &k32, 4);
@@ -71,8 +84,8 @@ Status sp_encode(const float *in, size_t n, const CodecParams &, uint8_t *out, s
         for (size_t i = 0; i < n; ++i)
             if (nz(in[i])) {
                 bm[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
-                std::memcpy(v, in + i, 4);
-                v += 4;
+                std::memcpy(v, in + i, vb);
+                v += vb;
             }
     }
     *len = need;
@@ -80,16 +93,17 @@ Status sp_encode(const float *in, size_t n, const CodecParams &, uint8_t *out, s
 }
 
 /* Validate the payload, then visit (index, value) of every stored entry; dense visits all. */
-template <class F> Status sp_visit(const uint8_t *p, size_t len, size_t n, F &&f) {
+template <class T, class F> Status sp_visit(const uint8_t *p, size_t len, size_t n, F &&f) {
+    constexpr size_t vb = sizeof(T);
     if (len < 4 || p[1] | p[2] | p[3]) return Status::corrupt;
     const uint8_t form = p[0];
     const uint8_t *b = p + 4;
     const size_t blen = len - 4;
     if (form == kDense) {
-        if (blen != 4 * n) return Status::corrupt;
+        if (n > SIZE_MAX / vb || blen != vb * n) return Status::corrupt;
         for (size_t i = 0; i < n; ++i) {
-            float v;
-            std::memcpy(&v, b + 4 * i, 4);
+            T v;
+            std::memcpy(&v, b + vb * i, vb);
             f(i, v);
         }
         return Status::ok;
@@ -97,22 +111,22 @@ template <class F> Status sp_visit(const uint8_t *p, size_t len, size_t n, F &&f
     if (blen < 4) return Status::corrupt;
     uint32_t k;
     std::memcpy(&k, b, 4);
-    if (k > n || blen != body_size(form, n, k)) return Status::corrupt;
+    if (k > n || blen != body_size(form, n, k, vb)) return Status::corrupt;
     if (form == kIndex) {
         const uint8_t *q = b + 4;
         uint64_t prev = 0;
-        for (uint32_t e = 0; e < k; ++e, q += 8) { /* check order first: no partial writes */
+        for (uint32_t e = 0; e < k; ++e, q += 4 + vb) { /* check order first: no partial writes */
             uint32_t i;
             std::memcpy(&i, q, 4);
             if (i >= n || (e && i <= prev)) return Status::corrupt;
             prev = i;
         }
         q = b + 4;
-        for (uint32_t e = 0; e < k; ++e, q += 8) {
+        for (uint32_t e = 0; e < k; ++e, q += 4 + vb) {
             uint32_t i;
-            float v;
+            T v;
             std::memcpy(&i, q, 4);
-            std::memcpy(&v, q + 4, 4);
+            std::memcpy(&v, q + 4, vb);
             f(i, v);
         }
         return Status::ok;
@@ -126,24 +140,26 @@ template <class F> Status sp_visit(const uint8_t *p, size_t len, size_t n, F &&f
     const uint8_t *v = bm + (n + 7) / 8;
     for (size_t i = 0; i < n; ++i)
         if (bm[i / 8] >> (i % 8) & 1) {
-            float x;
-            std::memcpy(&x, v, 4);
-            v += 4;
+            T x;
+            std::memcpy(&x, v, vb);
+            v += vb;
             f(i, x);
         }
     return Status::ok;
 }
 
-Status sp_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &, float *out) {
+template <class T> Status sp_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
+    if (p.elem != elem_of(out)) return Status::corrupt;
     /* validate before the first write: a corrupt blob leaves out untouched */
-    CMPI_CHECK(sp_visit(in, len, n, [](size_t, float) {}));
-    std::memset(out, 0, n * sizeof(float));
-    return sp_visit(in, len, n, [out](size_t i, float v) { out[i] = v; });
+    CMPI_CHECK(sp_visit<T>(in, len, n, [](size_t, T) {}));
+    std::memset(out, 0, n * sizeof(T));
+    return sp_visit<T>(in, len, n, [out](size_t i, T v) { out[i] = v; });
 }
 
-Status sp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &, float *acc) {
-    CMPI_CHECK(sp_visit(in, len, n, [](size_t, float) {}));
-    return sp_visit(in, len, n, [acc](size_t i, float v) { acc[i] += v; });
+template <class T> Status sp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
+    if (p.elem != elem_of(acc)) return Status::corrupt;
+    CMPI_CHECK(sp_visit<T>(in, len, n, [](size_t, T) {}));
+    return sp_visit<T>(in, len, n, [acc](size_t i, T v) { acc[i] += v; });
 }
 
 }  // namespace
@@ -152,7 +168,11 @@ extern const CodecOps codec_sparse_ops = {
     CodecId::sparse, "sparse", "lossless nonzeros as index list, bitmap or dense, whichever is smallest",
     CODEC_LOSSLESS | CODEC_SPARSE | CODEC_SPATIAL_SPARSE,
     0, 0, 0, 0,
-    sp_check, sp_max_payload, nullptr, sp_encode, sp_decode, sp_decode_add, nullptr,
+    sp_check, sp_max_payload, nullptr, sp_encode<float>, sp_decode<float>, sp_decode_add<float>, nullptr, nullptr,
+    nullptr,
+    /* fp64: the same forms with f64 values, no width */
+    0, 0, 0, 0,
+    nullptr, sp_encode<double>, sp_decode<double>, sp_decode_add<double>, nullptr, nullptr,
 };
 
 }  // namespace compmpi

@@ -514,6 +514,7 @@ size_t tg_max_payload(size_t n, const CodecParams &p) {
 /* The shared statistic (eq. 4): this rank's scaler max |clipped g| over its whole
  * contribution; the clip threshold it used goes to p.clip_out for the encoder (clip_at). */
 Status tg_prepare(const float *in, size_t n, const CodecParams &p, double *stat) {
+    if (p.elem != Elem::f32) return Status::invalid_arg;
     std::vector<Scale> sc;
     float cs = kInf;
     if (!local_scales(in, n, p, std::min(p.simd, simd_detect()), &sc, &cs)) return Status::nonfinite;
@@ -640,6 +641,7 @@ Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *o
 
 Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(tg_check(p));
+    if (p.elem != Elem::f32) return Status::invalid_arg;
     if (p.bucket && p.bucket != p.param) return Status::invalid_arg; /* bucket travels in param */
     if (!(p.shared_scale >= 0) || std::isinf(p.shared_scale)) return Status::invalid_arg;
     const size_t need = tg_max_payload(n, p);
@@ -723,7 +725,7 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
 
 /* Every check of a payload, before any output is written: its scalers into *s. */
 Status tg_validate(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *s_out) {
-    if (tg_check(p) != Status::ok) return Status::corrupt;
+    if (tg_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
     if (len != tg_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
     std::vector<float> &s = *s_out;
@@ -830,6 +832,399 @@ Status tg_reduced_params(const CodecParams &p, CodecParams *out) {
     return Status::ok;
 }
 
+/* ---------------------------------------------------------------- fp64
+ * Doubles (docs/codecs/terngrad.md, "fp64"): the same codes (base4, base3, levels) after f64
+ * scalers (8 bytes per bucket). Statistics in double: max |g| per bucket and sigma from sums in
+ * fixed block order, the clip threshold c sigma in double; clip_out / clip_at are fp32
+ * (CodecParams), so prepare64 reports it rounded down into [FLT_TRUE_MIN, FLT_MAX] (the
+ * encoder clips at min(cs, s) with the shared scale, so probabilities stay <= 1 whatever
+ * threshold a caller passes). The ternary decision is the fp32 one with its threshold in
+ * double: code = sign(g) if u24 < ceil(gc 2^24 / s), the same Philox draws (draw16 + refine8)
+ * of (seed, stream, element), so P(code != 0) = gc / s (+ < 2^-24) as for floats. Ternarisation
+ * scalar, AVX2 and AVX-512 (the same codes); packing and decode scalar; OpenMP over the fixed
+ * blocks of common/fields.h. */
+constexpr double kInf64 = std::numeric_limits<double>::infinity();
+
+struct Scale64 {
+    double s, cs;
+};
+
+inline uint64_t dbits(double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+}
+
+/* c sigma of in[0..n) in double (inf: none), or p.clip_at; false on NaN/Inf. The sums run on
+ * x 2^-e, e the exponent of max |x| (mx): exact scaling, no overflow or underflow of x^2 for
+ * doubles far outside fp32's range. */
+bool clip_of64(const double *in, size_t n, double mx, const CodecParams &p, double *cs) {
+    if (p.clip_at > 0) {
+        *cs = p.clip_at;
+        return true;
+    }
+    *cs = kInf64;
+    if (!(p.clip > 0) || n == 0 || !(mx > 0)) return true;
+    const int e = std::ilogb(mx);
+    const double f = std::ldexp(1.0, -e);
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+    std::vector<double> sum(nblocks), sq(nblocks);
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        double a = 0, b = 0;
+        for (size_t i = k * kBlock, hi = std::min(n, i + kBlock); i < hi; ++i) {
+            const double y = in[i] * f;
+            a += y;
+            b += y * y;
+        }
+        sum[k] = a;
+        sq[k] = b;
+    }
+    double a = 0, b = 0;
+    for (size_t k = 0; k < nblocks; ++k) a += sum[k], b += sq[k];
+    const double mean = a / static_cast<double>(n);
+    const double var = std::max(0.0, b / static_cast<double>(n) - mean * mean);
+    const double c = std::ldexp(static_cast<double>(p.clip) * std::sqrt(var), e);
+    if (c > 0) *cs = c;
+    return true;
+}
+
+/* max |g| of every bucket (bucket size B, nb buckets); false on NaN/Inf */
+bool bucket_max64(const double *in, size_t n, size_t B, size_t nb, int threads, std::vector<double> *mx) {
+    mx->assign(nb, 0.0);
+    if (nb == 0) return true;
+    uint64_t bad = 0;
+    if (nb == 1) {
+        const size_t nblocks = (n + kBlock - 1) / kBlock;
+        uint64_t m = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : m) if (n >= fields::kParallelMin && threads > 1)
+        for (size_t k = 0; k < nblocks; ++k)
+            for (size_t i = k * kBlock, hi = std::min(n, i + kBlock); i < hi; ++i)
+                m = std::max<uint64_t>(m, dbits(in[i]) & 0x7FFFFFFFFFFFFFFFull);
+        bad = m >= 0x7FF0000000000000ull;
+        std::memcpy(mx->data(), &m, 8);
+    } else {
+        std::vector<uint64_t> m(nb, 0);
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= fields::kParallelMin && threads > 1)
+        for (size_t j = 0; j < nb; ++j) {
+            uint64_t v = 0;
+            for (size_t i = j * B, hi = std::min(n, i + B); i < hi; ++i)
+                v = std::max<uint64_t>(v, dbits(in[i]) & 0x7FFFFFFFFFFFFFFFull);
+            m[j] = v;
+        }
+        for (size_t j = 0; j < nb; ++j) {
+            bad |= m[j] >= 0x7FF0000000000000ull;
+            std::memcpy(&(*mx)[j], &m[j], 8);
+        }
+    }
+    return bad == 0;
+}
+
+/* s_j = min(max|g_j|, cs) for every bucket, cs the buffer's clip threshold */
+bool local_scales64(const double *in, size_t n, const CodecParams &p, std::vector<Scale64> *sc, double *cs_out) {
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    double cs;
+    std::vector<double> mx;
+    if (!bucket_max64(in, n, B, nb, p.threads, &mx)) return false;
+    if (!clip_of64(in, n, mx.empty() ? 0.0 : *std::max_element(mx.begin(), mx.end()), p, &cs)) return false;
+    sc->resize(nb);
+    for (size_t j = 0; j < nb; ++j) (*sc)[j] = Scale64{std::min(mx[j], cs), cs};
+    if (cs_out) *cs_out = cs;
+    return true;
+}
+
+size_t tg_max_payload64(size_t n, const CodecParams &p) { return 8 * bstats::bucket_count(n, p.param) + code_bytes(n, p); }
+
+/* C = ceil(gc 2^24 / s) clamped to 2^24, in double */
+inline uint32_t ceil24_64(double gc, double s) {
+    const double t = gc / s * 0x1p24;
+    return static_cast<uint32_t>(std::ceil(t < 0x1p24 ? t : 0x1p24));
+}
+
+inline int8_t tern_one64(double g, double s, double cs, const philox::Stream &st, uint64_t i, uint32_t a) {
+    const double x = std::fabs(g), gc = x < cs ? x : cs;
+    if (!philox::below(st, i, a, ceil24_64(gc, s))) return 0;
+    return std::signbit(g) ? -1 : 1;
+}
+
+void tern64_scalar(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st,
+                   int8_t *codes) {
+    uint32_t a[64];
+    for (size_t i = i0; i < i1;) {
+        const size_t q = i >> 6, e = std::min(i1, (q + 1) << 6);
+        philox::group16_scalar(st, q, a);
+        for (; i < e; ++i) codes[i - i0] = tern_one64(in[i], s, cs, st, i, a[i & 63]);
+    }
+}
+
+/* The SIMD paths: the scalar operations lane by lane (min as x < cs ? x : cs, t = gc / s 2^24
+ * clamped to 2^24, ceil exact), the same draws: the same codes. */
+CMPI_AVX2 inline __m128i tern64_c4_avx2(__m256d g, __m256d vs, __m256d vcs) {
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)), two24 = _mm256_set1_pd(0x1p24);
+    const __m256d gc = _mm256_min_pd(_mm256_and_pd(g, absm), vcs);
+    const __m256d t = _mm256_min_pd(_mm256_mul_pd(_mm256_div_pd(gc, vs), two24), two24);
+    return _mm256_cvtpd_epi32(_mm256_ceil_pd(t)); /* integral: exact */
+}
+CMPI_AVX2 void tern64_avx2(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st,
+                           int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one64(in[i], s, cs, st, i, philox::draw16(st, i));
+    const __m256d vs = _mm256_set1_pd(s), vcs = _mm256_set1_pd(cs);
+    const __m256i hi32 = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7), one = _mm256_set1_epi32(1);
+    const philox::KeysAvx2 keys = philox::keys_avx2(st);
+    philox::Draws16Avx2 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m256i a8[8];
+        philox::draws16_avx2(st, keys, i >> 6, d, a8);
+        for (int l = 0; l < 4; ++l)
+            for (int h = 0; h < 2; ++h) {
+                const size_t e = i + 16 * l + 8 * h;
+                const __m256d g0 = _mm256_loadu_pd(in + e), g1 = _mm256_loadu_pd(in + e + 4);
+                const __m256i C = _mm256_set_m128i(tern64_c4_avx2(g1, vs, vcs), tern64_c4_avx2(g0, vs, vcs));
+                const __m256i hit = philox::below8c_avx2(st, e, a8[2 * l + h], C);
+                const __m256i top = _mm256_set_m128i(
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(g1), hi32)),
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(g0), hi32)));
+                const __m256i c = _mm256_and_si256(hit, _mm256_or_si256(_mm256_srai_epi32(top, 31), one));
+                const __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+                _mm_storel_epi64(reinterpret_cast<__m128i *>(codes + (e - i0)), _mm_packs_epi16(c16, c16));
+            }
+    }
+    if (i < i1) tern64_scalar(in, i, i1, s, cs, st, codes + (i - i0));
+}
+CMPI_AVX512 inline __m256i tern64_c8_avx512(__m512d g, __m512d vs, __m512d vcs) {
+    const __m512d two24 = _mm512_set1_pd(0x1p24);
+    const __m512d gc = _mm512_min_pd(_mm512_abs_pd(g), vcs);
+    const __m512d t = _mm512_min_pd(_mm512_mul_pd(_mm512_div_pd(gc, vs), two24), two24);
+    return _mm512_cvt_roundpd_epi32(t, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
+CMPI_AVX512 void tern64_avx512(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st,
+                               int8_t *codes) {
+    size_t i = i0;
+    for (; i < i1 && (i & 63); ++i) codes[i - i0] = tern_one64(in[i], s, cs, st, i, philox::draw16(st, i));
+    const __m512d vs = _mm512_set1_pd(s), vcs = _mm512_set1_pd(cs);
+    const philox::KeysAvx512 keys = philox::keys_avx512(st);
+    philox::Draws16Avx512 d;
+    for (; i + 64 <= i1; i += 64) {
+        __m512i a[4];
+        philox::draws16_avx512(st, keys, i >> 6, d, a);
+        for (int l = 0; l < 4; ++l) {
+            const size_t e = i + 16 * l;
+            const __m512d g0 = _mm512_loadu_pd(in + e), g1 = _mm512_loadu_pd(in + e + 8);
+            const __m512i C = _mm512_inserti64x4(_mm512_castsi256_si512(tern64_c8_avx512(g0, vs, vcs)),
+                                                 tern64_c8_avx512(g1, vs, vcs), 1);
+            const __mmask16 hit = philox::below16c_avx512(st, e, a[l], C);
+            const __mmask16 neg = static_cast<__mmask16>(
+                _mm512_cmplt_epi64_mask(_mm512_castpd_si512(g0), _mm512_setzero_si512()) |
+                (_mm512_cmplt_epi64_mask(_mm512_castpd_si512(g1), _mm512_setzero_si512()) << 8));
+            const __m128i c = _mm_mask_mov_epi8(_mm_maskz_mov_epi8(hit, _mm_set1_epi8(1)), hit & neg, _mm_set1_epi8(-1));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + (e - i0)), c);
+        }
+    }
+    if (i < i1) tern64_scalar(in, i, i1, s, cs, st, codes + (i - i0));
+}
+
+void tern_run64(const double *in, size_t i0, size_t i1, double s, double cs, const philox::Stream &st, int8_t *codes,
+                SimdLevel lvl) {
+    if (!(s > 0)) {
+        std::memset(codes, 0, i1 - i0);
+        return;
+    }
+    switch (lvl) {
+        case SimdLevel::avx512: return tern64_avx512(in, i0, i1, s, cs, st, codes);
+        case SimdLevel::avx2: return tern64_avx2(in, i0, i1, s, cs, st, codes);
+        default: return tern64_scalar(in, i0, i1, s, cs, st, codes);
+    }
+}
+
+/* levels: round(x / s) on the shared grid, else unbiased stochastic rounding (as for floats) */
+inline int32_t level_one64(double x, double s, double K) {
+    if (!(s > 0)) return 0;
+    double q = x / s;
+    q = q < K ? q : K;
+    q = q > -K ? q : -K;
+    return static_cast<int32_t>(std::nearbyint(q));
+}
+inline int32_t level_stoch64(double x, double s, double K, uint32_t w) {
+    if (!(s > 0)) return 0;
+    double q = x / s;
+    q = q < K ? q : K;
+    q = q > -K ? q : -K;
+    const double fl = std::floor(q);
+    return static_cast<int32_t>(fl) + (static_cast<double>(w >> 8) < (q - fl) * 0x1p24 ? 1 : 0);
+}
+inline bool levels_fit64(double s, int b) { return std::ldexp(s, b - 1) <= DBL_MAX; }
+
+Status encode_levels64(const double *in, size_t n, const CodecParams &p, uint8_t *out) {
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const int b = p.bits;
+    const double K = static_cast<double>((1 << (b - 1)) - 1);
+    std::vector<double> mx;
+    if (!bucket_max64(in, n, B, nb, p.threads, &mx)) return Status::nonfinite;
+    const bool grid = p.param == 0 && p.shared_scale > 0 && nb == 1;
+    std::vector<double> s(nb);
+    if (grid) s[0] = p.shared_scale;
+    else
+        for (size_t j = 0; j < nb; ++j) { /* |x| <= K s_j */
+            s[j] = mx[j] / K;
+            if (s[j] * K < mx[j]) s[j] = std::nextafter(s[j], kInf64);
+        }
+    for (double v : s)
+        if (!levels_fit64(v, b)) return Status::nonfinite;
+    if (nb) std::memcpy(out, s.data(), 8 * nb);
+    uint8_t *codes = out + 8 * nb;
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
+        std::vector<int32_t> c(hi - lo);
+        if (grid) {
+            for (size_t i = lo; i < hi; ++i) c[i - lo] = level_one64(in[i], s[0], K);
+        } else {
+            uint32_t w[64];
+            for (size_t i = lo; i < hi;) {
+                const size_t g = i >> 6, e = std::min(hi, (g + 1) << 6);
+                philox::group_scalar(st, g, w);
+                for (; i < e; ++i) c[i - lo] = level_stoch64(in[i], s[i / B], K, w[i & 63]);
+            }
+        }
+        if (b <= 8) {
+            std::vector<int8_t> c8(c.begin(), c.end());
+            fields::pack_scalar(c8.data(), hi - lo, b, codes + lo / 8 * b);
+        } else {
+            fields::pack_wide_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
+        }
+    }
+    return Status::ok;
+}
+
+Status tg_prepare64(const double *in, size_t n, const CodecParams &p, double *stat) {
+    if (p.elem != Elem::f64) return Status::invalid_arg;
+    std::vector<Scale64> sc;
+    double cs = kInf64;
+    if (!local_scales64(in, n, p, &sc, &cs)) return Status::nonfinite;
+    double mx = 0;
+    for (const Scale64 &x : sc) mx = std::max(mx, x.s);
+    *stat = mx;
+    if (p.clip_out) { /* fp32 (CodecParams): rounded down into [FLT_TRUE_MIN, FLT_MAX]; inf: none */
+        float f = std::isinf(cs) ? kInf : static_cast<float>(std::min(cs, static_cast<double>(FLT_MAX)));
+        if (static_cast<double>(f) > cs) f = std::nextafter(f, 0.0f);
+        *p.clip_out = f > 0 ? f : std::numeric_limits<float>::denorm_min();
+    }
+    return Status::ok;
+}
+
+Status tg_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
+    CMPI_CHECK(tg_check(p));
+    if (p.elem != Elem::f64) return Status::invalid_arg;
+    if (p.bucket && p.bucket != p.param) return Status::invalid_arg;
+    if (!(p.shared_scale >= 0) || std::isinf(p.shared_scale)) return Status::invalid_arg;
+    const size_t need = tg_max_payload64(n, p);
+    if (cap < need) return Status::invalid_arg;
+    if (p.variant == kLevels) {
+        CMPI_CHECK(encode_levels64(in, n, p, out));
+        *len = need;
+        return Status::ok;
+    }
+    const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    std::vector<Scale64> sc;
+    if (!local_scales64(in, n, p, &sc, nullptr)) return Status::nonfinite;
+    if (p.param == 0 && p.shared_scale > 0 && nb == 1) { /* the agreed scaler (eq. 4), exact in double */
+        sc[0].s = p.shared_scale;
+        sc[0].cs = std::min(sc[0].cs, sc[0].s);
+    }
+    uint8_t *codes = out + 8 * nb;
+    const philox::Stream st = philox::make_stream(p.seed, p.stream);
+    const bool base3 = p.variant == kBase3;
+    const SimdLevel lvl = std::min(p.simd, simd_detect());
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
+        std::vector<int8_t> c(hi - lo);
+        for (size_t r = lo; r < hi;) {
+            const size_t j = r / B, end = std::min(hi, (j + 1) * B);
+            tern_run64(in, r, end, sc[j].s, sc[j].cs, st, c.data() + (r - lo), lvl);
+            r = end;
+        }
+        if (base3) pack3(c.data(), hi - lo, codes + lo / 5);
+        else fields::pack_scalar(c.data(), hi - lo, 2, codes + lo / 4);
+    }
+    for (size_t j = 0; j < nb; ++j) std::memcpy(out + 8 * j, &sc[j].s, 8);
+    *len = need;
+    return Status::ok;
+}
+
+Status tg_validate64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<double> *s) {
+    if (tg_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
+    if (len != tg_max_payload64(n, p)) return Status::corrupt;
+    const size_t nb = bstats::bucket_count(n, p.param);
+    s->resize(nb);
+    if (nb) std::memcpy(s->data(), in, 8 * nb);
+    for (double v : *s)
+        if (!std::isfinite(v) || std::signbit(v) || (p.variant == kLevels && !levels_fit64(v, p.bits)))
+            return Status::corrupt;
+    const uint8_t *codes = in + 8 * nb;
+    const size_t avail = len - 8 * nb;
+    uint64_t bad = 0;
+    if (p.variant == kBase4)
+        for (size_t i = 0; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u;
+    else if (p.variant == kBase3)
+        for (size_t i = 0; i < avail; ++i) bad |= codes[i] > 242;
+    return bad ? Status::corrupt : Status::ok;
+}
+
+/* elements [lo, hi) of one payload, value = k s_j in double */
+void decode_range64(const uint8_t *codes, size_t avail, const CodecParams &p, const double *s, size_t B, size_t lo,
+                    size_t hi, double *out, bool add) {
+    for (size_t i = lo; i < hi; ++i) {
+        int32_t k;
+        if (p.variant == kBase3) k = static_cast<int32_t>(kDigits[codes[i / 5]][i % 5]);
+        else k = fields::field(codes, avail, p.variant == kBase4 ? 2 : p.bits, i);
+        const double v = static_cast<double>(k) * s[i / B];
+        out[i] = add ? out[i] + v : v;
+    }
+}
+
+Status tg_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                       double *out) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<std::vector<double>> s(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(tg_validate64(in[k], len[k], n, p, &s[k]));
+    const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k) {
+        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
+        for (int q = 0; q < cnt; ++q)
+            decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p, s[q].data(), B, lo, hi, out, q > 0);
+    }
+    return Status::ok;
+}
+
+Status tg_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
+    std::vector<double> s;
+    CMPI_CHECK(tg_validate64(in, len, n, p, &s));
+    const size_t nb = s.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
+    for (size_t k = 0; k < nblocks; ++k)
+        decode_range64(in + 8 * nb, len - 8 * nb, p, s.data(), B, k * kBlock, std::min(n, (k + 1) * kBlock), out, add);
+    return Status::ok;
+}
+Status tg_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
+    return tg_decode_common64(in, len, n, p, out, false);
+}
+Status tg_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
+    return tg_decode_common64(in, len, n, p, acc, true);
+}
+
+/* max_payload for either element type (4- or 8-byte scalers) */
+size_t tg_max_payload_any(size_t n, const CodecParams &p) {
+    return p.elem == Elem::f64 ? tg_max_payload64(n, p) : tg_max_payload(n, p);
+}
+
 }  // namespace
 
 int level_bits(int nranks) {
@@ -852,12 +1247,24 @@ extern const CodecOps codec_terngrad_ops = {
     2,
     1,
     terngrad::tg_check,
-    terngrad::tg_max_payload,
+    terngrad::tg_max_payload_any,
     terngrad::tg_prepare,
     terngrad::tg_encode,
     terngrad::tg_decode,
     terngrad::tg_decode_add,
     terngrad::tg_reduced_params,
     terngrad::tg_decode_sum,
+    nullptr,
+    /* fp64: the same codes after f64 scalers */
+    2,
+    2,
+    2,
+    1,
+    terngrad::tg_prepare64,
+    terngrad::tg_encode64,
+    terngrad::tg_decode64,
+    terngrad::tg_decode_add64,
+    terngrad::tg_decode_sum64,
+    nullptr,
 };
 }  // namespace compmpi

@@ -1,0 +1,177 @@
+/* error_bound (docs/error_bound.md) as a property: for random data of several distributions,
+ * every collective and allreduce algorithm, floats and doubles, abs and rel bounds, every
+ * element of every compressed result is within the bound of the exact result (long double
+ * sums of the ranks' data, which every rank regenerates). A result equal to MPI's own (codec
+ * none on a twin communicator) may be a pass-through and is only checked for identical bits;
+ * for bounds every codec can hold (loose ones) the call must have been compressed.
+ *   argv[1] = "quick": fewer distributions (the larger rank counts). */
+#include <float.h>
+
+#include "compmpi.h"
+#include "mpitest.h"
+
+enum { NDIST = 6 };
+static const char *dist_name[NDIST] = {"uniform", "gauss1e3", "wide", "sparse", "cancel", "subnormal"};
+
+/* value of (dist, rank, i) as a double; floats round it */
+static double gen(int dist, uint64_t seed, int r, size_t i) {
+    double u = mt_uniform(seed, r, i), v = mt_uniform(seed + 1, r, i);
+    switch (dist) {
+        case 0: return 2 * u - 1;
+        case 1: return 1e3 * (u + v + mt_uniform(seed + 2, r, i) - 1.5);
+        case 2: return (v < 0.5 ? -1 : 1) * ldexp(0.5 + u, (int)(60 * mt_uniform(seed + 3, r, i)) - 30);
+        case 3: return v < 0.7 ? 0.0 : 2 * u - 1;
+        case 4: return (r % 2 ? -1.0 : 1.0) * (1 + (double)(i % 7)) + 1e-5 * (u - 0.5);
+        default: return v < 0.1 ? 1e-40 * u : 2 * u - 1; /* float subnormals in a tenth */
+    }
+}
+
+typedef struct {
+    MPI_Comm c, ref; /* with the bound / codec none */
+    int rank, size;
+} Pair;
+
+static void set(MPI_Comm c, const char *k, const char *v) {
+    MT_CHECK(compmpi_comm_set(c, k, v) == MPI_SUCCESS, "compmpi_comm_set(%s, %s)", k, v);
+}
+
+static int compressed_somewhere(const void *a, const void *b, size_t bytes, MPI_Comm comm) {
+    int d = memcmp(a, b, bytes) != 0, any = 0;
+    MPI_Allreduce(&d, &any, 1, MPI_INT, MPI_MAX, comm);
+    return any;
+}
+
+/* One case: coll 0 allreduce, 1 reduce_scatter_block, 2 allgather, 3 bcast, 4 iallreduce.
+ * dbl: doubles. bound > 0 abs, < 0 rel. must: the call must be compressed. */
+static void run_case(Pair *p, int coll, int dbl, int dist, double bound, int must, const char *alg) {
+    const int P = p->size, rank = p->rank;
+    const size_t n = 3000, es = dbl ? 8 : 4;
+    const size_t total = coll == 1 ? n * (size_t)P : n, rn = coll == 1 ? n : coll == 2 ? n * (size_t)P : n;
+    const uint64_t seed = 1000 + 17 * (uint64_t)dist + (uint64_t)coll;
+    char *in = malloc(total * es), *out = malloc(rn * es), *ref = malloc(rn * es);
+    long double *S = malloc(rn * sizeof(long double)), *A = malloc(rn * sizeof(long double));
+    const int root = 1 % P;
+    /* this rank's input, and the exact result with its magnitude sum */
+    for (size_t i = 0; i < total; ++i) {
+        double v = gen(dist, seed, rank, i);
+        if (dbl) ((double *)in)[i] = v;
+        else ((float *)in)[i] = (float)v;
+    }
+    for (size_t j = 0; j < rn; ++j) S[j] = A[j] = 0;
+    for (int r = 0; r < P; ++r) {
+        for (size_t j = 0; j < rn; ++j) {
+            size_t src = j;                                  /* allreduce, bcast */
+            int who = r;
+            if (coll == 1) src = (size_t)rank * n + j;       /* this rank's block */
+            if (coll == 2) { who = (int)(j / n); src = j % n; if (r != who) continue; }
+            if (coll == 3 && r != root) continue;
+            double v = gen(dist, seed, who, src);
+            long double x = dbl ? (long double)v : (long double)(float)v;
+            S[j] += x;
+            A[j] += fabsl(x);
+        }
+    }
+    char set_alg[64];
+    snprintf(set_alg, sizeof set_alg, "%s", alg);
+    for (int pass = 0; pass < 2; ++pass) {
+        MPI_Comm c = pass ? p->c : p->ref;
+        void *o = pass ? out : ref;
+        MPI_Datatype t = dbl ? MPI_DOUBLE : MPI_FLOAT;
+        MPI_Request rq;
+        switch (coll) {
+            case 0: MPI_Allreduce(in, o, (int)n, t, MPI_SUM, c); break;
+            case 1: MPI_Reduce_scatter_block(in, o, (int)n, t, MPI_SUM, c); break;
+            case 2: MPI_Allgather(in, (int)n, t, o, (int)n, t, c); break;
+            case 3: memcpy(o, in, n * es); MPI_Bcast(o, (int)n, t, root, c); break;
+            default: MPI_Iallreduce(in, o, (int)n, t, MPI_SUM, c, &rq); MPI_Wait(&rq, MPI_STATUS_IGNORE); break;
+        }
+    }
+    const char *cname[] = {"allreduce", "reduce_scatter_block", "allgather", "bcast", "iallreduce"};
+    const int same_bits = coll == 1 ? 1 : mt_identical(out, rn * es, p->c);
+    if (coll != 1 && coll != 3) MT_CHECK(same_bits, "%s %s %s: ranks differ", cname[coll], dist_name[dist], alg);
+    if (coll == 3 && rank == root) MT_CHECK(memcmp(out, in, n * es) == 0, "bcast root changed");
+    const int comp = compressed_somewhere(out, ref, rn * es, p->c);
+    if (must) MT_CHECK(comp, "%s of %s (%s, %s, bound %g, P=%d): not compressed", cname[coll], dbl ? "doubles" : "floats",
+                       dist_name[dist], alg, bound, P);
+    if (comp) {
+        /* reference sums in long double: their own error is far below any bound tested */
+        size_t bad = 0, first = 0;
+        long double worst = 0;
+        for (size_t j = 0; j < rn; ++j) {
+            long double R = dbl ? (long double)((double *)out)[j] : (long double)((float *)out)[j];
+            long double lim = bound > 0 ? bound : -bound * A[j];
+            lim += 64 * P * LDBL_EPSILON * A[j];
+            long double e = fabsl(R - S[j]);
+            if (!(e <= lim)) {
+                if (!bad) first = j;
+                ++bad;
+            }
+            if (A[j] > 0 && e / (bound > 0 ? 1 : A[j]) > worst) worst = e / (bound > 0 ? 1 : A[j]);
+        }
+        MT_CHECK(bad == 0, "%s of %s (%s, %s, %s:%g, P=%d): %zu elements beyond the bound, first %zu: |%Lg - %Lg| (A %Lg)",
+                 cname[coll], dbl ? "doubles" : "floats", dist_name[dist], alg, bound > 0 ? "abs" : "rel",
+                 bound > 0 ? bound : -bound, P, bad, first,
+                 dbl ? (long double)((double *)out)[first] : (long double)((float *)out)[first], S[first], A[first]);
+    }
+    free(in), free(out), free(ref), free(S), free(A);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    Pair p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p.size);
+    {
+        /* refused with a message, never silently overridden: a stochastic codec, error feedback,
+         * a relative bound of 1 or more */
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        set(c, "error_bound", "rel:1e-3");
+        MT_CHECK(compmpi_comm_set(c, "codec", "q8") != MPI_SUCCESS, "codec q8 accepted under error_bound");
+        MT_CHECK(compmpi_comm_set(c, "error_feedback", "1") != MPI_SUCCESS, "error feedback accepted under error_bound");
+        MT_CHECK(compmpi_comm_set(c, "error_bound", "rel:2") != MPI_SUCCESS, "rel:2 accepted");
+        MT_CHECK(compmpi_comm_set(c, "error_bound", "abs:-1") != MPI_SUCCESS, "abs:-1 accepted");
+        set(c, "codec", "bitpack");
+        set(c, "bits", "16");
+        MPI_Comm_free(&c);
+    }
+    const char *algs[] = {"twophase", "halving_doubling", "hierarchical", "auto"};
+    const double bounds[][2] = {/* floats, doubles: rel loose, rel tight, abs loose, abs tight */
+                                {-1e-2, -1e-2}, {-2e-6, -1e-12}, {1e-1, 1e-1}, {1e-4, 1e-10}};
+    for (int a = 0; a < 4; ++a) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &p.c);
+        MPI_Comm_dup(MPI_COMM_WORLD, &p.ref);
+        set(p.ref, "codec", "none");
+        set(p.c, "min_bytes", "0");
+        set(p.c, "cost_model", "off"); /* compress every eligible call: the property needs compressed results */
+        if (a == 2) {
+            set(p.c, "node_size", "2"); /* pairs of ranks as nodes: the hierarchical allreduce */
+            set(p.c, "allreduce_algorithm", "auto");
+        } else {
+            set(p.c, "hierarchy", "off");
+            set(p.c, "allreduce_algorithm", algs[a]);
+        }
+        if (a == 0) set(p.c, "chunk_bytes", "4K"); /* pipelined segments */
+        for (int dbl = 0; dbl < 2; ++dbl)
+            for (int b = 0; b < 4; ++b) {
+                char v[64];
+                const double x = bounds[b][dbl];
+                snprintf(v, sizeof v, "%s:%g", x > 0 ? "abs" : "rel", x > 0 ? x : -x);
+                set(p.c, "error_bound", v);
+                for (int dist = 0; dist < NDIST; ++dist) {
+                    if (quick && dist % 2) continue;
+                    /* wide values reach 2^30: an absolute 0.1 is tighter than the data's precision there */
+                    /* cancel: the sums of a pair carry few significant bits, which a narrow width holds exactly */
+                    const int loose = (b == 0 || (b == 2 && dist != 2 && dist != 1)) && dist != 5 && dist != 4;
+                    for (int coll = 0; coll < 5; ++coll) {
+                        if (a != 3 && coll != 0 && coll != 4) continue; /* other collectives once */
+                        run_case(&p, coll, dbl, dist, x, loose && (coll != 1 || p.size > 1), algs[a]);
+                    }
+                }
+            }
+        MPI_Comm_free(&p.c);
+        MPI_Comm_free(&p.ref);
+    }
+    return mt_finish();
+}
