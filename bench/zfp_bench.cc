@@ -8,8 +8,7 @@
  * 32 bits per value: the max abs and rms error of decode(encode(x)), the largest |x|, and
  * encode / decode throughput in GB/s of the element side (bytes read or written as floats or
  * doubles), best of R runs, with T threads (default 1), and memcpy's GB/s with T threads.
- * bitpack has no fp64 form on this base: for doubles the bench keeps the top bits/8 bytes of
- * each double itself (truncation, what bitpack does to a float), marked "trunc64". */
+ * bitpack on doubles keeps 16..64 bits (no 8-bit form). */
 #include <omp.h>
 
 #include <algorithm>
@@ -75,23 +74,6 @@ template <class T> std::vector<T> data(size_t n, bool smooth) {
     return v;
 }
 
-/* fp64 byte truncation (bitpack's idea on doubles): keep the top k bytes of each value */
-void trunc64_encode(const double *x, size_t n, int k, uint8_t *out) {
-#pragma omp parallel for num_threads(g_threads) schedule(static)
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t u;
-        std::memcpy(&u, &x[i], 8);
-        for (int b = 0; b < k; ++b) out[i * k + b] = static_cast<uint8_t>(u >> (8 * (7 - b)));
-    }
-}
-void trunc64_decode(const uint8_t *in, size_t n, int k, double *y) {
-#pragma omp parallel for num_threads(g_threads) schedule(static)
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t u = 0;
-        for (int b = 0; b < k; ++b) u |= static_cast<uint64_t>(in[i * k + b]) << (8 * (7 - b));
-        std::memcpy(&y[i], &u, 8);
-    }
-}
 
 template <class T> void errors(const std::vector<T> &x, const std::vector<T> &y, double *maxabs, double *rms) {
     double m = 0, s = 0;
@@ -147,11 +129,21 @@ template <class T> void bench(bool smooth) {
         errors(x, y, &mabs, &rms);
         row(set, type, "zfp", bits, bytes, te, td, mabs, rms, xmax, mc);
         if constexpr (sizeof(T) == 8) {
-            const int k = bits / 8;
-            te = best_seconds([&] { trunc64_encode(x.data(), n, k, blob.data()); });
-            td = best_seconds([&] { trunc64_decode(blob.data(), n, k, y.data()); });
+            /* bitpack on doubles: 16..64 bits (sign, 11 exponent bits, the top mantissa bits) */
+            if (bits < bp.bits64_min) {
+                std::printf("%-8s %-5s bitpack %d: no such width for doubles (the sign and 11 exponent bits need 12)\n",
+                            set, type, bits);
+                continue;
+            }
+            CodecParams q;
+            q.bits = static_cast<uint8_t>(bits);
+            q.elem = Elem::f64;
+            q.simd = simd_detect();
+            q.threads = g_threads;
+            te = best_seconds([&] { s = bp.encode64(x.data(), n, q, blob.data(), blob.size(), &len); });
+            td = best_seconds([&] { s = bp.decode64(blob.data(), len, n, q, y.data()); });
             errors(x, y, &mabs, &rms);
-            row(set, type, "trunc64", bits, bytes, te, td, mabs, rms, xmax, mc);
+            row(set, type, "bitpack", bits, bytes, te, td, mabs, rms, xmax, mc);
         } else {
             CodecParams q;
             q.bits = static_cast<uint8_t>(bits);

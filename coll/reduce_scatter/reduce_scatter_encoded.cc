@@ -235,7 +235,8 @@ Status coll_reduce_scatter(CollCtx &c, const T *in, T *out, const size_t *counts
     const int P = c.size, r = c.rank;
     /* a payload of data-dependent size (zfp's fixed accuracy) would travel in worst-case
      * slots, above the raw floats (140 bits per 4): the exact call, decided alike everywhere */
-    if (codec_variable_payload(*c.codec, c.params)) return Status::unsupported;
+    if ((c.codec->flags & CODEC_VARIABLE_VARIANT) && codec_variable_payload(*c.codec, c.params))
+        return Status::unsupported; /* (sparse codecs keep their worst-case slots, as before) */
     c.params.nranks = P;
     std::vector<size_t> off(P), ssz(P), soff(P);
     size_t n = 0, send_total = 0, slot_max = 0;
