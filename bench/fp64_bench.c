@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--iters") && a + 1 < argc) iters = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--data") && a + 1 < argc) smooth = strcmp(argv[++a], "noisy") != 0;
     }
-    char *list = strdup(sizes);
+    char *list = malloc(strlen(sizes) + 1); /* (no strdup: the build is strict C11) */
+    strcpy(list, sizes);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         const size_t bytes = parse(tok), n = bytes / 8;
         double *x = malloc(n * 8), *y = malloc(n * 8), *z = malloc(n * 8);

@@ -15,3 +15,6 @@ bench_after_effect_SOURCES = bench/after_effect.c
 noinst_PROGRAMS += bench/fp64_bench
 bench_fp64_bench_SOURCES = bench/fp64_bench.c
 bench_fp64_bench_LDADD = -lm
+noinst_PROGRAMS += bench/zfp_raw
+bench_zfp_raw_SOURCES = bench/zfp_raw.c
+bench_zfp_raw_LDADD = $(ZFP_LIBS) -lm
