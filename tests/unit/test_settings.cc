@@ -66,7 +66,7 @@ void given_good_values_when_parsing_expect_typed_values(void **) {
 void given_bad_values_when_parsing_expect_message_with_key_and_allowed(void **) {
     struct { const char *key, *val, *must; } cases[] = {
         {"codec", "zstd", "bitpack"}, {"policy", "fast", "static|awp"}, {"bits", "12x", "0..64"},
-        {"bits", "40", "out of range"}, {"min_bytes", "-1", "bytes"}, {"min_bytes", "4Q", "unit"},
+        {"bits", "72", "out of range"}, {"min_bytes", "-1", "bytes"}, {"min_bytes", "4Q", "unit"},
         {"stats", "maybe", "0|1"}, {"awp_threshold", "nan", "finite"}, {"collectives", "allreduce,scan", "scan"},
         {"awp_interval", "0", "1..1000000"},
     };
