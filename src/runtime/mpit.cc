@@ -273,9 +273,11 @@ int mpit_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
 int mpit_category_get_cvars(int cat_index, int len, int indices[]) {
     int rc = PMPI_T_category_get_cvars(cat_index, len, indices);
     if (rc != MPI_SUCCESS || len <= 0 || !indices) return rc;
-    int n = 0, base;
-    /* how many MPI wrote: the category's count (the entries past it are the caller's) */
-    rc = PMPI_T_category_get_info(cat_index, nullptr, nullptr, nullptr, nullptr, &n, nullptr, nullptr);
+    int n = 0, base, np = 0, nc = 0, name_len = 1, desc_len = 1;
+    char name[1], desc[1];
+    /* how many MPI wrote: the category's count (the entries past it are the caller's); every
+     * argument given (Open MPI 4.1 does not take NULL for all of them) */
+    rc = PMPI_T_category_get_info(cat_index, name, &name_len, desc, &desc_len, &n, &np, &nc);
     if (rc == MPI_SUCCESS) rc = ready(&base);
     if (rc != MPI_SUCCESS) return rc;
     for (int i = 0; i < std::min(n, len); ++i) indices[i] = to_ours(indices[i], base);

@@ -34,7 +34,8 @@ static int list_cvars(const char *name, int *first_ours, int *n_ours) {
         MPI_Datatype dt;
         MPI_T_enum et;
         int rc = MPI_T_cvar_get_info(i, nm, &nlen, &verb, &dt, &et, desc, &dlen, &bind, &scope);
-        CHECK(rc == MPI_SUCCESS, "MPI_T_cvar_get_info(%d) = %d", i, rc);
+        /* Open MPI leaves holes: indices of variables it no longer has (MPI-4 allows it) */
+        CHECK(rc == MPI_SUCCESS || rc == MPI_T_ERR_INVALID_INDEX, "MPI_T_cvar_get_info(%d) = %d", i, rc);
         if (rc != MPI_SUCCESS) continue;
         if (strncmp(nm, "compmpi_", 8) == 0) {
             if (*first_ours < 0) *first_ours = i;
@@ -108,8 +109,9 @@ static void check_categories(void) {
     int ncat = 0;
     if (MPI_T_category_get_num(&ncat) != MPI_SUCCESS) return;
     for (int c = 0; c < ncat; ++c) {
-        int nc = 0, np = 0, nsub = 0;
-        if (MPI_T_category_get_info(c, NULL, NULL, NULL, NULL, &nc, &np, &nsub) != MPI_SUCCESS || nc <= 0) continue;
+        int nc = 0, np = 0, nsub = 0, nlen = 1, dlen = 1;
+        char cn[1], cd[1];
+        if (MPI_T_category_get_info(c, cn, &nlen, cd, &dlen, &nc, &np, &nsub) != MPI_SUCCESS || nc <= 0) continue;
         int *idx = malloc(sizeof(int) * (size_t)nc);
         CHECK(MPI_T_category_get_cvars(c, nc, idx) == MPI_SUCCESS, "category_get_cvars(%d)", c);
         for (int k = 0; k < nc; ++k) {
@@ -201,8 +203,10 @@ int main(int argc, char **argv) {
     }
     check_mpi_own(first);
     check_categories();
-    MPI_Finalize();
+    /* MPI_T ends before MPI does: Open MPI 4.1 crashes in MPI_T_finalize after MPI_Finalize
+     * (mca_base_components_close, plain run alike) */
     MPI_T_finalize();
+    MPI_Finalize();
     if (errors) return 1;
     if (rank == 0) printf(" No Errors\n");
     return 0;
