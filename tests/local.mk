@@ -90,6 +90,12 @@ tests_mpi_t_plain_verdict_LDADD = -lm
 tests_mpi_t_plain_simd_state_SOURCES = tests/mpi/t_plain_simd_state.c tests/mpi/mpitest.h
 tests_mpi_t_plain_simd_state_LDADD = -lm
 tests_mpi_t_plain_dtypes_SOURCES = tests/mpi/t_plain_dtypes.c tests/mpi/mpitest.h
+# MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,
+# which has no MPI_T: its testlist lines are optional)
+if HAVE_MPI_T_CVARS
+MPITEST_PROGS += tests/mpi/t_mpit
+endif
+tests_mpi_t_mpit_SOURCES = tests/mpi/t_mpit.c
 tests_mpi_t_plain_dtypes_LDADD = -lm
 tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
 tests_mpi_t_compressed_LDADD = $(COMPMPI_LA) -lm

@@ -47,9 +47,10 @@ COMPMPI_EXPORT int compmpi_comm_set(MPI_Comm comm, const char *key, const char *
     std::string err;
     Status s = Status::ok;
     int code = MPI_ERR_INFO_VALUE;
-    SettingLayer attr, hints;
+    SettingLayer env, attr, hints;
     {
         std::lock_guard<std::mutex> lk(st->mu);
+        env = st->env_layer;
         attr = st->attr_layer;
         hints = st->hint_layer;
     }
@@ -66,7 +67,7 @@ COMPMPI_EXPORT int compmpi_comm_set(MPI_Comm comm, const char *key, const char *
             attr.set[i] = false;
         }
         Settings probe;
-        if (s == Status::ok) s = state_resolve_layers(env_layer(), attr, hints, &probe, nullptr, &err);
+        if (s == Status::ok) s = state_resolve_layers(env, attr, hints, &probe, nullptr, &err);
     }
     const Status local = s;
     s = state_agree_error(comm, "compmpi_comm_set", s, err);
@@ -79,7 +80,7 @@ COMPMPI_EXPORT int compmpi_comm_set(MPI_Comm comm, const char *key, const char *
         SettingLayer mine;
         mine.set[static_cast<int>(id)] = true;
         mine.values = attr.values;
-        state_warn_inapplicable(mine, SettingSource::api, attr, hints, "compmpi_comm_set");
+        state_warn_inapplicable(env, mine, SettingSource::api, attr, hints, "compmpi_comm_set");
     }
     return state_agree(comm, st, "compmpi_comm_set") == Status::mpi_error ? MPI_ERR_OTHER : MPI_SUCCESS;
 }
@@ -147,7 +148,7 @@ COMPMPI_EXPORT int compmpi_comm_print_config(MPI_Comm comm) {
     if (st->rank != 0) return MPI_SUCCESS;
     Settings s;
     Resolution why;
-    if (state_resolve_layers(env_layer(), st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok)
+    if (state_resolve_layers(st->env_layer, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok)
         return MPI_ERR_INTERN; /* the layers were resolved when set */
     settings_print(stderr, s, why, "communicator");
     return MPI_SUCCESS;

@@ -2,7 +2,8 @@
  * else. Each one packs its arguments and calls one function of the runtime (src/runtime/):
  * dispatch_* for the collectives (src/runtime/dispatch.h, progress.h), hints_* for the calls
  * that carry MPI_Info hints (hints.h), request_* for the request calls that must know our
- * persistent handles (progress.h), runtime_mpi_* for the life cycle (runtime.h). Those
+ * persistent handles (progress.h), runtime_mpi_* for the life cycle (runtime.h), mpit_* for
+ * the MPI_T control variables (mpit.h). Those
  * functions catch everything: no exception crosses this file, and the fallback is always
  * the exact PMPI call with the caller's own arguments (except inside a collective the peers
  * are already in: abort_collective, src/runtime/runtime.h). */
@@ -11,6 +12,9 @@
 #include "runtime/args.h"
 #include "runtime/dispatch.h"
 #include "runtime/hints.h"
+#ifdef HAVE_MPI_T_CVARS
+#include "runtime/mpit.h"
+#endif
 #include "runtime/progress.h"
 #include "runtime/runtime.h"
 
@@ -30,6 +34,37 @@ COMPMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *p
 }
 
 COMPMPI_EXPORT int MPI_Finalize(void) { return runtime_mpi_finalize(); }
+
+/* ---- MPI_T control variables: ours after MPI's (src/runtime/mpit.h); callable before
+ * MPI_Init, after MPI_T_init_thread. Not under SimGrid SMPI, which has no MPI_T. ---- */
+#ifdef HAVE_MPI_T_CVARS
+
+COMPMPI_EXPORT int MPI_T_cvar_get_num(int *num_cvar) { return mpit_cvar_get_num(num_cvar); }
+
+COMPMPI_EXPORT int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity,
+                                       MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
+                                       int *bind, int *scope) {
+    return mpit_cvar_get_info(cvar_index, name, name_len, verbosity, datatype, enumtype, desc, desc_len, bind, scope);
+}
+
+COMPMPI_EXPORT int MPI_T_cvar_get_index(const char *name, int *cvar_index) {
+    return mpit_cvar_get_index(name, cvar_index);
+}
+
+COMPMPI_EXPORT int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle, int *count) {
+    return mpit_cvar_handle_alloc(cvar_index, obj_handle, handle, count);
+}
+
+COMPMPI_EXPORT int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) { return mpit_cvar_handle_free(handle); }
+
+COMPMPI_EXPORT int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) { return mpit_cvar_read(handle, buf); }
+
+COMPMPI_EXPORT int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) { return mpit_cvar_write(handle, buf); }
+
+COMPMPI_EXPORT int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) {
+    return mpit_category_get_cvars(cat_index, len, indices);
+}
+#endif
 
 /* ---- blocking collectives (src/runtime/dispatch.h) ---- */
 

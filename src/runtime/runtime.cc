@@ -176,11 +176,12 @@ void runtime_init() {
     CommState *world = state_get(MPI_COMM_WORLD);
     if (world && state_agree(MPI_COMM_WORLD, world, "MPI_Init") == Status::mismatch) state_set_env_mismatch();
     if (world) state_set_env_fft(world->fft); /* (probed there where the environment chose fft_topk) */
-    if (rank == 0) state_warn_inapplicable(env_layer(), SettingSource::env, SettingLayer{}, SettingLayer{}, "MPI_Init");
+    const SettingLayer env = env_layer(); /* COMPMPI_* variables and MPI_T writes before MPI_Init */
+    if (rank == 0) state_warn_inapplicable(env, env, SettingSource::env, SettingLayer{}, SettingLayer{}, "MPI_Init");
     if (s.print_config && rank == 0) {
         Settings r;
         Resolution why;
-        state_resolve_layers(env_layer(), SettingLayer{}, SettingLayer{}, &r, &why, nullptr);
+        state_resolve_layers(env, SettingLayer{}, SettingLayer{}, &r, &why, nullptr);
         settings_print(stderr, r, why, "process, from defaults and COMPMPI_* variables");
         std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
         std::fprintf(stderr, "  (built for %s: %s; CUDA-aware MPI: %s)\n", mpi_family_name(mpi_family_built()),

@@ -2,6 +2,7 @@
 #include "runtime/state.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -20,8 +21,12 @@ namespace {
 int g_keyval = MPI_KEYVAL_INVALID;
 Settings g_settings{};
 SettingLayer g_env;
+SettingLayer g_mpit;          /* MPI_T writes before MPI_Init: MPI_Init lays them over the environment */
+bool g_global_done = false;   /* MPI_Init resolved the process settings: GLOBAL ones are fixed */
+/* serialises first-use creation of a communicator's state, and guards g_env, g_settings,
+ * g_mpit and g_global_done (MPI_T writes may come from any thread) */
 std::mutex g_create_mu;
-bool g_env_mismatch = false; /* serialises first-use creation of a communicator's state */
+bool g_env_mismatch = false;
 int g_env_fft = 0;           /* the world's fft probe at MPI_Init (CommState::fft) */
 
 int copy_cb(MPI_Comm oldcomm, int, void *, void *in, void *out, int *flag) {
@@ -37,6 +42,7 @@ int copy_cb(MPI_Comm oldcomm, int, void *, void *in, void *out, int *flag) {
         n->rank = old->rank;
         n->size = old->size;
         n->inter = old->inter;
+        n->env_layer = old->env_layer;
         n->attr_layer = old->attr_layer;
         n->hint_layer = old->hint_layer;
         n->settings = old->settings;
@@ -71,7 +77,17 @@ void state_set_env_mismatch() { g_env_mismatch = true; }
 void state_set_env_fft(int verdict) { g_env_fft = verdict; }
 
 const Settings &global_settings() { return g_settings; }
-const SettingLayer &env_layer() { return g_env; }
+SettingLayer env_layer() {
+    std::lock_guard<std::mutex> lk(g_create_mu);
+    return g_env;
+}
+
+namespace {
+void overlay(SettingLayer *under, const SettingLayer &over) {
+    over.apply_to(&under->values);
+    under->set |= over.set;
+}
+}  // namespace
 
 Status state_resolve_layers(const SettingLayer &env, const SettingLayer &attr, const SettingLayer &hints, Settings *out,
                             Resolution *why, std::string *err) {
@@ -86,8 +102,50 @@ Status state_resolve_layers(const SettingLayer &env, const SettingLayer &attr, c
 Status state_global_init(std::string *err) {
     SettingLayer env;
     CMPI_CHECK(settings_read_env(&env, err));
+    std::lock_guard<std::mutex> lk(g_create_mu);
+    overlay(&env, g_mpit);
     Settings s;
     CMPI_CHECK(state_resolve_layers(env, SettingLayer{}, SettingLayer{}, &s, nullptr, err));
+    g_env = env;
+    g_settings = s;
+    g_global_done = true;
+    return Status::ok;
+}
+
+Status state_process_settings(Settings *out, std::string *err) {
+    std::lock_guard<std::mutex> lk(g_create_mu);
+    if (g_global_done) return *out = g_settings, Status::ok;
+    SettingLayer env;
+    CMPI_CHECK(settings_read_env(&env, err));
+    overlay(&env, g_mpit);
+    return state_resolve_layers(env, SettingLayer{}, SettingLayer{}, out, nullptr, err);
+}
+
+Status state_process_set(SettingId id, std::string_view text, std::string *err) {
+    const int i = static_cast<int>(id);
+    std::lock_guard<std::mutex> lk(g_create_mu);
+    if (g_global_done && kSettings[i].scope == SettingScope::GLOBAL) {
+        if (err) {
+            std::string var = std::string("COMPMPI_") + kSettings[i].name;
+            for (char &c : var) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            *err = std::string(kSettings[i].name) + " is read at MPI_Init only: set it before MPI_Init (after "
+                   "MPI_T_init_thread) or with " + var;
+        }
+        return Status::unsupported;
+    }
+    SettingLayer one;
+    CMPI_CHECK(setting_parse(id, text, &one.values, err));
+    one.set[i] = true;
+    SettingLayer env = g_env;
+    if (!g_global_done) {
+        env = SettingLayer{};
+        CMPI_CHECK(settings_read_env(&env, err));
+        overlay(&env, g_mpit);
+    }
+    overlay(&env, one);
+    Settings s;
+    CMPI_CHECK(state_resolve_layers(env, SettingLayer{}, SettingLayer{}, &s, nullptr, err));
+    if (!g_global_done) return overlay(&g_mpit, one), Status::ok;
     g_env = env;
     g_settings = s;
     return Status::ok;
@@ -119,6 +177,7 @@ CommState *state_get(MPI_Comm comm) {
     st->inter = inter != 0;
     PMPI_Comm_rank(comm, &st->rank);
     PMPI_Comm_size(comm, &st->size);
+    st->env_layer = g_env;
     st->settings = g_settings;
     st->mismatch = g_env_mismatch;
     st->fft = g_env_fft;
@@ -128,7 +187,7 @@ CommState *state_get(MPI_Comm comm) {
 
 Status state_resolve(CommState *st, const SettingLayer &attr, const SettingLayer &hints, std::string *err) {
     Settings s;
-    CMPI_CHECK(state_resolve_layers(g_env, attr, hints, &s, nullptr, err));
+    CMPI_CHECK(state_resolve_layers(st->env_layer, attr, hints, &s, nullptr, err));
     st->attr_layer = attr;
     st->hint_layer = hints;
     st->settings = s;
@@ -173,11 +232,11 @@ Status state_agree_error(MPI_Comm comm, const char *what, Status local, const st
     return local != Status::ok ? local : Status::invalid_arg;
 }
 
-void state_warn_inapplicable(const SettingLayer &layer, SettingSource src, const SettingLayer &attr,
-                             const SettingLayer &hints, const char *what) {
+void state_warn_inapplicable(const SettingLayer &env, const SettingLayer &layer, SettingSource src,
+                             const SettingLayer &attr, const SettingLayer &hints, const char *what) {
     Settings s;
     Resolution why;
-    if (state_resolve_layers(g_env, attr, hints, &s, &why, nullptr) != Status::ok) return;
+    if (state_resolve_layers(env, attr, hints, &s, &why, nullptr) != Status::ok) return;
     for (int i = 0; i < kNumSettings; ++i) {
         if (!layer.set[i]) continue;
         const SettingId id = static_cast<SettingId>(i);
@@ -195,10 +254,11 @@ int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *wh
     CommState *st = state_get(comm);
     if (!st) return MPI_SUCCESS;
     std::string err;
-    SettingLayer mine, hints, attr;
+    SettingLayer mine, hints, attr, env;
     Status s = state_parse_info(info, &mine, &err);
     {
         std::lock_guard<std::mutex> lk(st->mu);
+        env = st->env_layer;
         attr = st->attr_layer;
         hints = replace ? SettingLayer{} : st->hint_layer;
     }
@@ -207,7 +267,7 @@ int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *wh
         hints.set |= mine.set;
     }
     Settings probe;
-    if (s == Status::ok) s = state_resolve_layers(g_env, attr, hints, &probe, nullptr, &err);
+    if (s == Status::ok) s = state_resolve_layers(env, attr, hints, &probe, nullptr, &err);
     const Status local = s;
     /* collective: a hint refused on any rank is refused on all (no rank goes on alone) */
     s = state_agree_error(comm, what, s, err);
@@ -217,7 +277,7 @@ int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *wh
         std::lock_guard<std::mutex> lk(st->mu);
         if (state_resolve(st, attr, hints, &err) != Status::ok) return MPI_ERR_INTERN; /* resolved above */
     }
-    if (st->rank == 0) state_warn_inapplicable(mine, SettingSource::hint, attr, hints, what);
+    if (st->rank == 0) state_warn_inapplicable(env, mine, SettingSource::hint, attr, hints, what);
     return MPI_SUCCESS;
 }
 
@@ -274,7 +334,8 @@ std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState
     Resolution why;
     {
         std::lock_guard<std::mutex> lk(st->mu);
-        if (state_resolve_layers(g_env, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok) return kv;
+        if (state_resolve_layers(st->env_layer, st->attr_layer, st->hint_layer, &s, &why, nullptr) != Status::ok)
+            return kv;
     }
     for (int i = 0; i < kNumSettings; ++i)
         if (kSettings[i].scope == SettingScope::COMM && why.source[i] != SettingSource::builtin)

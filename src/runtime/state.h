@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -74,6 +75,8 @@ struct CommState {
     std::mutex mu; /* guards everything below (MPI_THREAD_MULTIPLE) */
     int rank = 0, size = 1;
     bool inter = false;
+    SettingLayer env_layer;  /* the process layer when this state was created: environment and MPI_T
+                              * writes (src/runtime/mpit.h); later writes do not reach it */
     SettingLayer attr_layer; /* compmpi_comm_set() */
     SettingLayer hint_layer; /* MPI_Info hints */
     Settings settings{};     /* resolved: defaults < env < attr < hints */
@@ -122,11 +125,24 @@ enum StateSize : int {
     kSizeCount
 };
 
-/* Process-wide: defaults + environment, resolved at MPI_Init. */
+/* Process-wide: defaults + environment (+ MPI_T writes), resolved at MPI_Init. */
 const Settings &global_settings();
-const SettingLayer &env_layer();
-/* Read the environment; false (with *err) on an invalid or unknown COMPMPI_* variable. */
+/* A copy of the process layer (environment and MPI_T writes) communicators start from. */
+SettingLayer env_layer();
+/* Read the environment, with the MPI_T writes made before MPI_Init over it; false (with
+ * *err) on an invalid or unknown COMPMPI_* variable. */
 Status state_global_init(std::string *err);
+
+/* MPI_T control variables (src/runtime/mpit.h). The process-wide settings: before MPI_Init
+ * the environment read now with the MPI_T writes so far over it, after it those MPI_Init
+ * resolved with the writes since. */
+Status state_process_settings(Settings *out, std::string *err);
+/* Set one process-wide setting as COMPMPI_<NAME>=text would: the same parser and the same
+ * rules across settings. Before MPI_Init it joins the environment MPI_Init reads; after it,
+ * GLOBAL settings are fixed (Status::unsupported) and a COMM setting's new default reaches
+ * the communicators whose state is created afterwards (MPI_Comm_dup copies its parent's). On
+ * error (invalid_arg, *err says why) nothing changes. */
+Status state_process_set(SettingId id, std::string_view text, std::string *err);
 
 /* After ranks found different environments: every communicator's state starts mismatched. */
 void state_set_env_mismatch();
@@ -178,8 +194,8 @@ int state_apply_hints(MPI_Comm comm, MPI_Info info, bool replace, const char *wh
 
 /* Warn (caller: one rank) about the settings of layer (set from src by `what`) that have no
  * effect with the communicator's other settings, or that a higher layer overrides. */
-void state_warn_inapplicable(const SettingLayer &layer, SettingSource src, const SettingLayer &attr,
-                             const SettingLayer &hints, const char *what);
+void state_warn_inapplicable(const SettingLayer &env, const SettingLayer &layer, SettingSource src,
+                             const SettingLayer &attr, const SettingLayer &hints, const char *what);
 
 /* The compmpi_<name> hints in effect on a communicator (MPI_Comm_get_info): every
  * communicator setting not at its built-in default by choice (environment, compmpi_comm_set,
