@@ -285,7 +285,7 @@ def main():
         elapsed += now - t_seg
         t_ep = now - t_epoch - (eval_total - eval_before)
         train = np.array([loss_sum, correct, seen], dtype=np.float64)
-        comm.Allreduce(MPI.IN_PLACE, train)         # double: passes through libcompmpi
+        comm.Allreduce(MPI.IN_PLACE, train)         # 3 doubles, below min_bytes: passes through libcompmpi
         acc = do_eval(epoch)
         rec = {"epoch": epoch, "steps": steps_per_epoch, "time_s": round(t_ep, 4), "elapsed_s": round(elapsed, 4),
                "train_loss": train[0] / train[2], "train_acc": train[1] / train[2], "test_acc": acc,
