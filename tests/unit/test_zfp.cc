@@ -279,7 +279,7 @@ void given_doubles_when_encoding_expect_bytes_of_zfp_compress(void **) { same_as
 template <class T> void thread_bytes() {
     for (size_t n : {size_t{70001}, size_t{1000003}}) {
         auto x = make<T>(smooth, n, 3);
-        for (T &v : x) v += static_cast<T>(Rng(v * 1e6).normal() * 1e-3);
+        for (T &v : x) v += static_cast<T>(Rng(static_cast<uint64_t>(static_cast<int64_t>(v * 1e6))).normal() * 1e-3);
         std::vector<CodecParams> ps{rate_params<T>(8), rate_params<T>(21), acc_params<T>(1e-3f),
                                     acc_params<T>(sizeof(T) == 8 ? 1e-7f : 1e-4f)};
         for (CodecParams p : ps) {
