@@ -102,6 +102,17 @@ NbChannel *channel_get(MPI_Comm comm);
  * request. *request gets the user's handle (`comm`: the user's communicator, for errors). */
 int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request);
 
+/* Whether the next operation of class cls goes straight to MPI: cls was agreed direct from
+ * an index at or below the next one (every rank alike), and -- unless the operation does not
+ * go to `direct` (a persistent request started itself on the user's communicator, which
+ * nothing else of the channel orders against) -- no agreement is under way. If so the index
+ * is taken and true; *from gets the class's first direct index (fixed once agreed). Caller
+ * holds ch->mu. */
+bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from = nullptr);
+/* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted (`count`) as
+ * `cost_model` under entry. Caller holds ch->mu (the order on `direct` is the issue order). */
+int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count = true);
+
 /* An MPI-4 _c call whose counts exceed INT_MAX: counted (reason count_above_int_max) and
  * true; such calls pass through to PMPI_I*_c / PMPI_*_init_c. */
 bool nb_above_int_max(const CollArgs &a, Coll entry);

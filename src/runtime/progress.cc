@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "runtime/channel.h"
@@ -19,6 +20,7 @@
 #include "runtime/exact.h"
 #include "runtime/policy.h"
 #include "runtime/runtime.h"
+#include "runtime/verdict.h"
 
 namespace compmpi {
 
@@ -144,7 +146,10 @@ int run_op(NbChannel *ch, NbOp &op) {
 }
 
 /* Queued operations of classes that go direct, from their index on: issued on `direct` in
- * queue (= issue) order, completed by polling. Caller holds ch->mu. */
+ * queue (= issue) order, completed by polling. Caller holds ch->mu. A persistent request
+ * whose later starts go to MPI's own persistent collective (src/runtime/persistent.cc) is
+ * never among them: its class is agreed after one of its runs, and the request cannot be
+ * started again before that run completes, which is after the agreement. */
 void issue_direct_queued(NbChannel *ch) {
     for (auto it = ch->q.begin(); it != ch->q.end();) {
         NbOp &op = **it;
@@ -289,27 +294,40 @@ NbChannel *channel_get(MPI_Comm comm) {
     return p;
 }
 
+bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from) {
+    if (on_direct && ch->agreeing) return false;
+    const auto d = ch->direct_from.find(cls);
+    if (d == ch->direct_from.end() || ch->issued < d->second) return false;
+    if (from) *from = d->second;
+    ++ch->issued;
+    return true;
+}
+
+int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count) {
+    CollArgs b = a;
+    b.comm = ch->direct;
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = passthrough_nb(b, request);
+    }
+    if (count) {
+        static const int kReason = eligibility_reason("cost_model");
+        stats(entry).passthrough++;
+        stats(entry).reason[kReason]++;
+    }
+    return rc;
+}
+
 int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request) {
     std::unique_lock<std::mutex> lk(ch->mu);
-    op->index = ch->issued++;
-    if (op->gated && !ch->agreeing) {
-        auto d = ch->direct_from.find(op->cls);
-        if (d != ch->direct_from.end() && op->index >= d->second) {
-            /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
-            CollArgs b = op->a;
-            b.comm = ch->direct;
-            int rc;
-            {
-                ReentryGuard guard;
-                rc = passthrough_nb(b, request);
-            }
-            lk.unlock();
-            static const int kReason = eligibility_reason("cost_model");
-            stats(op->entry).passthrough++;
-            stats(op->entry).reason[kReason]++;
-            return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
-        }
+    if (op->gated && channel_take_direct(ch, op->cls, true)) {
+        /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
+        const int rc = channel_issue_direct(ch, op->a, op->entry, request);
+        lk.unlock();
+        return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
     }
+    op->index = ch->issued++;
     auto *extra = new std::shared_ptr<NbOp>(op);
     int rc;
     {
@@ -329,6 +347,64 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
     ch->cv.notify_one();
     return MPI_SUCCESS;
 }
+
+/* ---- The direct path's memo (the cheap path of a non-blocking call decided exact).
+ * In a loop of the same call, the full path above (communicator state and eligibility under
+ * its lock, the cost model's lookup, a new NbOp, the channel's attribute) reaches the same
+ * verdict every time once the call's class goes direct: "eligible, class cls of channel ch,
+ * direct from index `from`". That verdict is a function of the call's signature and of state
+ * that bumps the memo generation of src/runtime/verdict.h whenever it changes (settings and
+ * their epoch, the blocking calls' cost table, awp widths, the communicator's state freed --
+ * and with it its channel -- MPI_Finalize); `from` never changes once agreed. So a hit of the
+ * current generation returns what the full path would, and only the channel's lock, its
+ * issue index and MPI's call remain. Like the blocking memo: predefined float types, host
+ * buffers, statistics and fault injection off; per thread, no lock. */
+namespace {
+struct NbMemoEntry {
+    VerdictKey key;
+    uint64_t gen = 0; /* 0: empty */
+    NbChannel *ch = nullptr;
+    NbClass cls;
+    uint64_t from = 0;
+};
+constexpr int kNbMemo = 16;
+thread_local std::unique_ptr<NbMemoEntry[]> t_nbmemo;
+
+/* The key of a non-blocking call that may be memoised (src/runtime/verdict.h's rules, the
+ * entry point in place of the collective). */
+bool nb_memo_key(const CollArgs &a, Coll entry, VerdictKey *k) {
+    if (!verdict_key(a, k)) return false;
+    k->kind = static_cast<int>(entry);
+    return true;
+}
+
+NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry) {
+    NbMemoEntry *m = t_nbmemo.get();
+    if (!m || a.kind == Coll::reduce_scatter) return nullptr;
+    const int kind = static_cast<int>(entry), root = a.kind == Coll::bcast ? a.root : -1;
+    NbMemoEntry &e = m[verdict_detail::slot(a.comm, kind, a.count, root)];
+    const VerdictKey &k = e.key;
+    if (e.gen != verdict_generation() || k.comm != a.comm || k.kind != kind || k.count != a.count ||
+        k.root != root || k.datatype != a.datatype || k.op != a.op || k.inplace != (a.sendbuf == MPI_IN_PLACE) ||
+        k.recvcount != a.recvcount || k.recvtype != (a.kind == Coll::allgather ? a.recvtype : MPI_DATATYPE_NULL))
+        return nullptr;
+    if (cuda_device_ptrs_possible() &&
+        (cuda_is_device_ptr(a.recvbuf) ||
+         (a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf))))
+        return nullptr;
+    return &e;
+}
+
+void nb_memo_store(const VerdictKey &k, uint64_t gen, NbChannel *ch, const NbClass &cls, uint64_t from) {
+    if (!t_nbmemo) t_nbmemo.reset(new NbMemoEntry[kNbMemo]);
+    NbMemoEntry &e = t_nbmemo[verdict_detail::slot(k.comm, k.kind, k.count, k.root)];
+    e.key = k;
+    e.gen = gen;
+    e.ch = ch;
+    e.cls = cls;
+    e.from = from;
+}
+}  // namespace
 
 bool nb_threads_ok() { return g_progress && g_provided >= MPI_THREAD_MULTIPLE; }
 
@@ -367,6 +443,23 @@ void nb_finalize() {
 int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
     if (nb_above_int_max(a, entry)) return passthrough_nb(a, request);
     try {
+        if (!ReentryGuard::active()) {
+            if (NbMemoEntry *e = nb_memo_find(a, entry)) {
+                NbChannel *ch = e->ch;
+                std::unique_lock<std::mutex> lk(ch->mu);
+                if (!ch->agreeing && ch->issued >= e->from) {
+                    ++ch->issued;
+                    /* not counted: memo entries exist only with statistics off */
+                    const int rc = channel_issue_direct(ch, a, entry, request, false);
+                    lk.unlock();
+                    return rc == MPI_SUCCESS ? rc : raise_error(a.comm, rc);
+                }
+            }
+        }
+        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_ON();
+        VerdictKey vk;
+        const bool store = memo && nb_memo_key(a, entry, &vk);
+        const uint64_t gen = store ? verdict_generation() : 0;
         CollStats &cs = stats(entry);
         CommState *st = nullptr;
         int reason = eligibility_begin(a, &st);
@@ -399,6 +492,17 @@ int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
             cs.passthrough++;
             cs.reason[reason]++;
             return passthrough_nb(a, request);
+        }
+        if (op->gated) {
+            std::unique_lock<std::mutex> lk(ch->mu);
+            uint64_t from = 0;
+            if (channel_take_direct(ch, op->cls, true, &from)) {
+                /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
+                if (store) nb_memo_store(vk, gen, ch, op->cls, from);
+                const int rc = channel_issue_direct(ch, op->a, entry, request);
+                lk.unlock();
+                return rc == MPI_SUCCESS ? rc : raise_error(a.comm, rc);
+            }
         }
         return channel_hand_off(ch, op, a.comm, request);
     } catch (const std::exception &e) {
