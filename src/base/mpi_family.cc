@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/settings.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #define COMPMPI_FAMILY_OPENMPI 1
@@ -95,6 +96,20 @@ const char *mpi_float16_describe() {
 #else
     return "none in mpi.h / mpi-ext.h";
 #endif
+}
+
+bool mpi_persistent_faithful(int coll) {
+    if (coll == coll_kind::allreduce || coll == coll_kind::bcast) return mpi_family_built() == MpiFamily::mpich;
+    if (coll != coll_kind::allgather || mpi_family_built() != MpiFamily::mpich) return false;
+    /* MPICH's recursive-doubling allgather keeps its state between starts before 4.1 */
+    static const bool ok = [] {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+        int len = 0, major = 0, minor = 0;
+        if (PMPI_Get_library_version(v, &len) != MPI_SUCCESS) return false;
+        if (std::sscanf(v, "MPICH Version: %d.%d", &major, &minor) != 2) return false;
+        return major > 4 || (major == 4 && minor >= 1);
+    }();
+    return ok;
 }
 
 /* ---------------------------------------------------------------- family check */

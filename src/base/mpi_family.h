@@ -137,6 +137,21 @@ bool mpi_is_float16(MPI_Datatype t);
 /* "MPIX_C_FLOAT16 (...)" or "none", for compmpi-info. */
 const char *mpi_float16_describe();
 
+/* Whether the MPI's own persistent collective of blocking kind `coll` (one of
+ * coll_kind::allreduce, allgather, bcast, reduce_scatter_block, reduce_scatter) gives the
+ * right result at every MPI_Start, so that libcompmpi may start the user's real persistent
+ * request when the cost model decided a persistent class exact (src/runtime/persistent.cc).
+ * Measured with Debian's MPICH 4.0.2 (2 ranks, 1,024-67,108,864 floats, 4 starts with new
+ * data each, in place and not): allreduce and bcast right every time; allgather wrong from
+ * the second start on below the size where MPICH switches to its ring algorithm (about
+ * 512 KiB in all: 29,000 floats per rank wrong, 70,000 right) -- the peers' blocks and the
+ * own block are left from the first start. That is MPICH's recursive-doubling schedule
+ * keeping its state between starts (pmodels/mpich#6423, fixed in MPICH 4.1 by #6425). So:
+ * allgather only on an MPICH whose run-time version (MPI_Get_library_version) is 4.1 or
+ * later; reduce-scatter never (not measured); other families never (Open MPI 4.1 has no
+ * persistent collectives). Any answer false keeps MPI's non-blocking collective instead. */
+bool mpi_persistent_faithful(int coll);
+
 /* MPI_Info_get_string (MPI-4.0) with the same semantics; on an MPI-3.1 library through
  * MPI_Info_get_valuelen + MPI_Info_get. buflen in: size of value (with the terminating
  * NUL); out: length of the value + 1. */

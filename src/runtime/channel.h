@@ -18,6 +18,7 @@
 
 #include "runtime/args.h"
 #include "runtime/state.h"
+#include "runtime/verdict.h"
 
 namespace compmpi {
 
@@ -101,6 +102,32 @@ NbChannel *channel_get(MPI_Comm comm);
  * an index at or below op's, else queued for the progress thread under a generalized
  * request. *request gets the user's handle (`comm`: the user's communicator, for errors). */
 int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request);
+
+/* Whether the next operation of class cls goes straight to MPI: cls was agreed direct from
+ * an index at or below the next one (every rank alike), and -- unless the operation does not
+ * go to `direct` (a persistent request started itself on the user's communicator, which
+ * nothing else of the channel orders against) -- no agreement is under way. If so the index
+ * is taken and true; *from gets the class's first direct index (fixed once agreed). Caller
+ * holds ch->mu. */
+bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from = nullptr);
+/* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted (`count`) as
+ * `cost_model` under entry. Caller holds ch->mu (the order on `direct` is the issue order). */
+int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count = true);
+
+/* The direct path's memo (src/runtime/nb_memo.cc; docs/design.md, "Measured, then direct"):
+ * per thread, the channel, class and first direct index of a non-blocking call signature
+ * whose class went direct, valid while the verdict generation (src/runtime/verdict.h) is
+ * unchanged. Stored only with statistics and fault injection off. */
+struct NbMemoEntry {
+    VerdictKey key;
+    uint64_t gen = 0; /* 0: empty */
+    NbChannel *ch = nullptr;
+    NbClass cls;
+    uint64_t from = 0;
+};
+bool nb_memo_key(const CollArgs &a, Coll entry, VerdictKey *k);
+NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry);
+void nb_memo_store(const VerdictKey &k, uint64_t gen, NbChannel *ch, const NbClass &cls, uint64_t from);
 
 /* An MPI-4 _c call whose counts exceed INT_MAX: counted (reason count_above_int_max) and
  * true; such calls pass through to PMPI_I*_c / PMPI_*_init_c. */

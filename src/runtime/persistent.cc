@@ -2,12 +2,14 @@
  * request calls that must know our handles (docs/design.md, "Persistent collectives"). */
 #include "runtime/progress.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
 #include <unordered_map>
 
 #include "base/log.h"
+#include "base/mpi_family.h"
 #include "base/stats.h"
 #include "runtime/channel.h"
 #include "runtime/costmodel.h"
@@ -20,11 +22,19 @@ namespace compmpi {
 namespace {
 
 /* ---- persistent collectives (MPI-4) ----
- * The user's handle is a real, never started persistent request of MPI (PMPI_*_init with the
- * same arguments), so every MPI call that only looks at the handle works; MPI_Start and the
+ * The user's handle is a real persistent request of MPI (PMPI_*_init with the same
+ * arguments), so every MPI call that only looks at the handle works; MPI_Start and the
  * wait/test family substitute, for each of our handles, the generalized request of its
  * current run (or MPI_REQUEST_NULL when inactive: MPI treats an inactive persistent request
- * like a null one) and restore the persistent handle when that run completes. */
+ * like a null one) and restore the persistent handle when that run completes.
+ * Once the cost model has decided the request's class exact and the ranks agreed from which
+ * start on (channel_take_direct), that start and every later one start the user's handle
+ * itself -- MPI's own persistent collective, on the user's communicator, from the
+ * application's thread in program order, as without libcompmpi -- where MPI's persistent
+ * collective is right (mpi_persistent_faithful); the request then leaves our table (with
+ * statistics on it stays, to count its starts, and is passed through unchanged), so
+ * MPI_Start, the wait/test family and MPI_Request_free reach MPI directly. Elsewhere each
+ * start issues MPI's non-blocking collective on the channel's `direct`. */
 struct PersistReq {
     CollArgs a{};
     Coll entry = Coll::allreduce_init;
@@ -33,31 +43,73 @@ struct PersistReq {
     std::unique_ptr<CommState> st; /* plan inputs, workspaces, awp and error feedback of this request */
     MPI_Request active = MPI_REQUEST_NULL;
     uint64_t id = 0; /* its class for the cost model's direct path (NbClass::persist) */
+    NbClass cls;     /* {persist = id} */
+    bool gated = false;    /* the cost model decides it (settings as of init) */
+    bool faithful = false; /* MPI's own persistent collective of this kind is right */
+    bool real = false;     /* its starts start the user's handle itself (statistics on) */
 };
 std::mutex g_pmu;
 std::unordered_map<MPI_Request, std::shared_ptr<PersistReq>> g_persist;
 std::atomic<int> g_npersist{0};
 std::atomic<uint64_t> g_persist_ids{0};
 
+/* From the start on which the class goes direct: the user's handle itself is started, and
+ * (statistics off) the request leaves our table. */
+int start_real(const std::shared_ptr<PersistReq> &pr, MPI_Request *req) {
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = PMPI_Start(req);
+    }
+    static const int kReason = eligibility_reason("cost_model");
+    stats(pr->entry).passthrough++;
+    stats(pr->entry).reason[kReason]++;
+    if (!pr->real) {
+        {
+            std::lock_guard<std::mutex> lk(pr->ch->mu); /* its class ends here */
+            pr->ch->direct_from.erase(pr->cls);
+        }
+        std::lock_guard<std::mutex> lk(g_pmu);
+        if (stats_enabled()) pr->real = true;
+        else if (g_persist.erase(*req)) g_npersist.fetch_sub(1);
+    }
+    return rc == MPI_SUCCESS ? rc : raise_error(pr->a.comm, rc);
+}
+
 int start_one(MPI_Request *req) {
     std::shared_ptr<PersistReq> pr;
+    bool real = false;
     {
         std::lock_guard<std::mutex> lk(g_pmu);
         auto it = g_persist.find(*req);
-        if (it != g_persist.end()) pr = it->second;
+        if (it != g_persist.end()) pr = it->second, real = pr->real;
     }
     if (!pr) return PMPI_Start(req);
+    if (real) return start_real(pr, req);
     if (pr->active != MPI_REQUEST_NULL) {
         log_error("%s: MPI_Start on a request that is still active", coll_name(pr->entry));
         return raise_error(pr->a.comm, MPI_ERR_REQUEST);
+    }
+    if (pr->gated) {
+        NbChannel *ch = pr->ch;
+        std::unique_lock<std::mutex> lk(ch->mu);
+        if (channel_take_direct(ch, pr->cls, !pr->faithful)) {
+            if (pr->faithful) {
+                lk.unlock();
+                return start_real(pr, req);
+            }
+            const int rc = channel_issue_direct(ch, pr->a, pr->entry, &pr->active);
+            lk.unlock();
+            return rc == MPI_SUCCESS ? rc : raise_error(pr->a.comm, rc);
+        }
     }
     auto op = std::make_shared<NbOp>();
     op->a = pr->a;
     op->entry = pr->entry;
     op->own = pr->st.get();
     op->keep = pr;
-    op->gated = cost_gated(pr->st->settings);
-    op->cls.persist = pr->id;
+    op->gated = pr->gated;
+    op->cls = pr->cls;
     return channel_hand_off(pr->ch, op, pr->a.comm, &pr->active);
 }
 
@@ -123,6 +175,9 @@ int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request 
                 pr->st->inter = st->inter;
                 pr->st->fft = st->fft;
                 pr->st->settings = st->settings;
+                pr->cls.persist = pr->id;
+                pr->gated = cost_gated(st->settings);
+                pr->faithful = mpi_persistent_faithful(static_cast<int>(a.kind));
             }
         }
         if (pr) {
@@ -165,37 +220,55 @@ bool nb_have_persistent() { return g_npersist.load(std::memory_order_acquire) > 
 
 /* The wait/test family: `reqs` is the array to hand to PMPI (our persistent handles replaced
  * by their current run's request, or MPI_REQUEST_NULL when inactive); finish() writes the
- * results back to the user's array (our handles stay, inactive once their run completed). */
+ * results back to the user's array (our handles stay, inactive once their run completed).
+ * Arrays of up to kInline requests (MPI_Wait, MPI_Test, small Waitall) need no allocation. */
 class NbSubst {
   public:
     NbSubst(int n, MPI_Request *user);
     void finish();
-    std::vector<MPI_Request> reqs;
+    bool any() const { return any_; }
+    MPI_Request *reqs;
 
   private:
+    static constexpr int kInline = 8;
     MPI_Request *user_;
     int n_;
-    std::vector<std::shared_ptr<void>> ours_;
+    bool any_ = false;
+    MPI_Request inl_reqs_[kInline];
+    std::shared_ptr<PersistReq> inl_ours_[kInline];
+    std::vector<MPI_Request> big_reqs_;
+    std::vector<std::shared_ptr<PersistReq>> big_ours_;
+    std::shared_ptr<PersistReq> *ours_;
 };
 
 NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
-    reqs.assign(user, user + n);
-    ours_.resize(static_cast<size_t>(n));
+    if (n <= kInline) {
+        reqs = inl_reqs_;
+        ours_ = inl_ours_;
+    } else {
+        big_reqs_.resize(static_cast<size_t>(n));
+        big_ours_.resize(static_cast<size_t>(n));
+        reqs = big_reqs_.data();
+        ours_ = big_ours_.data();
+    }
+    std::copy(user, user + n, reqs);
     std::lock_guard<std::mutex> lk(g_pmu);
     for (int i = 0; i < n; ++i) {
         if (user[i] == MPI_REQUEST_NULL) continue;
         auto it = g_persist.find(user[i]);
         if (it == g_persist.end()) continue;
-        ours_[static_cast<size_t>(i)] = it->second;
-        reqs[static_cast<size_t>(i)] = it->second->active;
+        if (it->second->real) continue; /* MPI's own persistent request: passed as it is */
+        ours_[i] = it->second;
+        reqs[i] = it->second->active;
+        any_ = true;
     }
 }
 
 void NbSubst::finish() {
     for (int i = 0; i < n_; ++i) {
-        auto &pr = ours_[static_cast<size_t>(i)];
-        if (!pr) user_[i] = reqs[static_cast<size_t>(i)];
-        else if (reqs[static_cast<size_t>(i)] == MPI_REQUEST_NULL) static_cast<PersistReq *>(pr.get())->active = MPI_REQUEST_NULL;
+        auto &pr = ours_[i];
+        if (!pr) user_[i] = reqs[i];
+        else if (reqs[i] == MPI_REQUEST_NULL) pr->active = MPI_REQUEST_NULL;
     }
 }
 
@@ -222,7 +295,8 @@ int nb_request_free(MPI_Request *req) {
 /* Our handles replaced for the PMPI call, the user's array updated after it. */
 template <class F> int with_subst(int n, MPI_Request *reqs, F &&call) {
     NbSubst s(n, reqs);
-    const int rc = call(s.reqs.data());
+    if (!s.any()) return call(reqs); /* none of ours among them: MPI's call on the user's array */
+    const int rc = call(s.reqs);
     s.finish();
     return rc;
 }

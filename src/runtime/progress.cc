@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "runtime/channel.h"
@@ -144,7 +145,10 @@ int run_op(NbChannel *ch, NbOp &op) {
 }
 
 /* Queued operations of classes that go direct, from their index on: issued on `direct` in
- * queue (= issue) order, completed by polling. Caller holds ch->mu. */
+ * queue (= issue) order, completed by polling. Caller holds ch->mu. A persistent request
+ * whose later starts go to MPI's own persistent collective (src/runtime/persistent.cc) is
+ * never among them: its class is agreed after one of its runs, and the request cannot be
+ * started again before that run completes, which is after the agreement. */
 void issue_direct_queued(NbChannel *ch) {
     for (auto it = ch->q.begin(); it != ch->q.end();) {
         NbOp &op = **it;
@@ -289,27 +293,40 @@ NbChannel *channel_get(MPI_Comm comm) {
     return p;
 }
 
+bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from) {
+    if (on_direct && ch->agreeing) return false;
+    const auto d = ch->direct_from.find(cls);
+    if (d == ch->direct_from.end() || ch->issued < d->second) return false;
+    if (from) *from = d->second;
+    ++ch->issued;
+    return true;
+}
+
+int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count) {
+    CollArgs b = a;
+    b.comm = ch->direct;
+    int rc;
+    {
+        ReentryGuard guard;
+        rc = passthrough_nb(b, request);
+    }
+    if (count) {
+        static const int kReason = eligibility_reason("cost_model");
+        stats(entry).passthrough++;
+        stats(entry).reason[kReason]++;
+    }
+    return rc;
+}
+
 int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request) {
     std::unique_lock<std::mutex> lk(ch->mu);
-    op->index = ch->issued++;
-    if (op->gated && !ch->agreeing) {
-        auto d = ch->direct_from.find(op->cls);
-        if (d != ch->direct_from.end() && op->index >= d->second) {
-            /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
-            CollArgs b = op->a;
-            b.comm = ch->direct;
-            int rc;
-            {
-                ReentryGuard guard;
-                rc = passthrough_nb(b, request);
-            }
-            lk.unlock();
-            static const int kReason = eligibility_reason("cost_model");
-            stats(op->entry).passthrough++;
-            stats(op->entry).reason[kReason]++;
-            return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
-        }
+    if (op->gated && channel_take_direct(ch, op->cls, true)) {
+        /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
+        const int rc = channel_issue_direct(ch, op->a, op->entry, request);
+        lk.unlock();
+        return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
     }
+    op->index = ch->issued++;
     auto *extra = new std::shared_ptr<NbOp>(op);
     int rc;
     {
@@ -367,6 +384,23 @@ void nb_finalize() {
 int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
     if (nb_above_int_max(a, entry)) return passthrough_nb(a, request);
     try {
+        if (!ReentryGuard::active()) {
+            if (NbMemoEntry *e = nb_memo_find(a, entry)) {
+                NbChannel *ch = e->ch;
+                std::unique_lock<std::mutex> lk(ch->mu);
+                if (!ch->agreeing && ch->issued >= e->from) {
+                    ++ch->issued;
+                    /* not counted: memo entries exist only with statistics off */
+                    const int rc = channel_issue_direct(ch, a, entry, request, false);
+                    lk.unlock();
+                    return rc == MPI_SUCCESS ? rc : raise_error(a.comm, rc);
+                }
+            }
+        }
+        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_ON();
+        VerdictKey vk;
+        const bool store = memo && nb_memo_key(a, entry, &vk);
+        const uint64_t gen = store ? verdict_generation() : 0;
         CollStats &cs = stats(entry);
         CommState *st = nullptr;
         int reason = eligibility_begin(a, &st);
@@ -399,6 +433,17 @@ int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
             cs.passthrough++;
             cs.reason[reason]++;
             return passthrough_nb(a, request);
+        }
+        if (op->gated) {
+            std::unique_lock<std::mutex> lk(ch->mu);
+            uint64_t from = 0;
+            if (channel_take_direct(ch, op->cls, true, &from)) {
+                /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
+                if (store) nb_memo_store(vk, gen, ch, op->cls, from);
+                const int rc = channel_issue_direct(ch, op->a, entry, request);
+                lk.unlock();
+                return rc == MPI_SUCCESS ? rc : raise_error(a.comm, rc);
+            }
         }
         return channel_hand_off(ch, op, a.comm, request);
     } catch (const std::exception &e) {
