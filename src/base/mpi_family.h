@@ -152,6 +152,17 @@ const char *mpi_float16_describe();
  * persistent collectives). Any answer false keeps MPI's non-blocking collective instead. */
 bool mpi_persistent_faithful(int coll);
 
+/* Whether a communicator's MPI_Comm_idup may be completed by another thread than the one
+ * issuing the communicator's other collectives. Not in Open MPI 4.1: the idup's context-id
+ * rounds are libnbc allreduces on the parent communicator started from whichever thread
+ * progresses the request, so they take libnbc tags in a different order on each rank than
+ * the application thread's non-blocking collectives on the parent -- measured (2 ranks,
+ * 300 idups each beside an MPI_Iallreduce on the parent): wrong data, MPI_ERR_TRUNCATE,
+ * crashes and hangs in 3 of 8 runs when a second thread waited on the idup, none in 8 runs
+ * with a blocking MPI_Comm_dup on the application thread, none under MPICH 4.0.2 either way
+ * (docs/design.md, "Matching argument", 2; tests/mpi/t_nonblocking.c channels=K). */
+inline bool mpi_idup_any_thread() { return mpi_family_built() != MpiFamily::openmpi; }
+
 /* MPI_Info_get_string (MPI-4.0) with the same semantics; on an MPI-3.1 library through
  * MPI_Info_get_valuelen + MPI_Info_get. buflen in: size of value (with the terminating
  * NUL); out: length of the value + 1. */

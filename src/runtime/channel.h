@@ -73,7 +73,9 @@ struct NbOp {
  * issue order: docs/design.md, "Measured, then direct"). */
 struct NbChannel {
     MPI_Comm internal = MPI_COMM_NULL, direct = MPI_COMM_NULL;
-    MPI_Request idup[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}; /* MPI_Comm_idup: never blocks the issuing call */
+    /* MPI_Comm_idup of `internal` (never blocks the issuing call; under Open MPI a blocking
+     * dup instead: src/base/mpi_family.h); `direct` is then duplicated from it by the thread */
+    MPI_Request idup = MPI_REQUEST_NULL;
     std::mutex mu;
     std::condition_variable cv;
     std::deque<std::shared_ptr<NbOp>> q;
@@ -94,8 +96,8 @@ struct NbChannel {
     std::thread th;
 };
 
-/* The channel of comm, created (MPI_Comm_idup, non-blocking) on the first compressed
- * non-blocking call; nullptr if MPI fails. */
+/* The channel of comm, created on the first compressed non-blocking call (MPI_Comm_idup;
+ * under Open MPI a blocking MPI_Comm_dup); nullptr if MPI fails. */
 NbChannel *channel_get(MPI_Comm comm);
 
 /* Issue op on channel ch: straight to PMPI_I* on ch->direct when its class goes direct from

@@ -224,7 +224,11 @@ void channel_loop(NbChannel *ch) {
     t_progress = true;
     {
         ReentryGuard guard;
-        if (PMPI_Waitall(2, ch->idup, MPI_STATUSES_IGNORE) != MPI_SUCCESS) ch->internal = MPI_COMM_NULL;
+        /* `direct` is duplicated from `internal`, blocking, here: every rank's thread does it
+         * first on the private communicator, which nothing else uses yet */
+        if ((ch->idup != MPI_REQUEST_NULL && PMPI_Wait(&ch->idup, MPI_STATUS_IGNORE) != MPI_SUCCESS) ||
+            PMPI_Comm_dup(ch->internal, &ch->direct) != MPI_SUCCESS)
+            ch->internal = MPI_COMM_NULL;
         if (ch->internal != MPI_COMM_NULL) PMPI_Comm_set_errhandler(ch->internal, MPI_ERRORS_RETURN);
     }
     for (;;) {
@@ -272,20 +276,28 @@ void channel_loop(NbChannel *ch) {
 
 }  // namespace
 
-/* The channel of comm, created (MPI_Comm_idup, non-blocking) on the first compressed
- * non-blocking call; every rank reaches that call at the same place in comm's order. */
+/* The channel of comm, created on the first compressed non-blocking call; every rank
+ * reaches that call at the same place in comm's order. */
 NbChannel *channel_get(MPI_Comm comm) {
-    std::lock_guard<std::mutex> lk(g_mu);
-    if (g_keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, channel_delete_cb, &g_keyval, nullptr) != MPI_SUCCESS)
-        return nullptr;
-    void *v = nullptr;
-    int flag = 0;
-    if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) == MPI_SUCCESS && flag) return static_cast<NbChannel *>(v);
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        if (g_keyval == MPI_KEYVAL_INVALID &&
+            PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, channel_delete_cb, &g_keyval, nullptr) != MPI_SUCCESS)
+            return nullptr;
+        void *v = nullptr;
+        int flag = 0;
+        if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) == MPI_SUCCESS && flag) return static_cast<NbChannel *>(v);
+    }
+    /* MPI_Comm_idup where MPI lets the thread complete it; else (Open MPI) a blocking
+     * MPI_Comm_dup here, on the thread that issues comm's collectives (src/base/mpi_family.h).
+     * Outside g_mu: another thread's communicator must not wait for this one's ranks (MPI:
+     * one communicator's collectives come from one thread at a time, so no other thread
+     * creates this channel meanwhile). */
     auto ch = std::make_unique<NbChannel>();
-    if (PMPI_Comm_idup(comm, &ch->internal, &ch->idup[0]) != MPI_SUCCESS ||
-        PMPI_Comm_idup(comm, &ch->direct, &ch->idup[1]) != MPI_SUCCESS)
-        return nullptr;
+    const int rc = mpi_idup_any_thread() ? PMPI_Comm_idup(comm, &ch->internal, &ch->idup)
+                                         : PMPI_Comm_dup(comm, &ch->internal);
+    if (rc != MPI_SUCCESS) return nullptr;
+    std::lock_guard<std::mutex> lk(g_mu);
     if (PMPI_Comm_set_attr(comm, g_keyval, ch.get()) != MPI_SUCCESS) return nullptr;
     NbChannel *p = ch.release();
     p->th = std::thread(channel_loop, p);
