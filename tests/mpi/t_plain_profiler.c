@@ -13,6 +13,9 @@
  *                       the collectives (libcompmpi called PMPI_* directly); results as above
  *   --expect=bypassed   the profiler first (or no libcompmpi): it saw exactly the program's
  *                       calls with the program's bytes and nothing else; results exact
+ *   --mpit-chain-off    (with unchained) chaining switched off by an MPI_T write of the
+ *                       control variable compmpi_pmpi_chain before MPI_Init, not by the
+ *                       environment; after MPI_Init a second write is refused
  *   --reduce-scatter    then one MPI_Reduce_scatter_block of floats, a call the profiler does
  *                       not wrap: it reaches libcompmpi in every order (the bypassed order's
  *                       warning then comes from it); the result is checked, not the counters
@@ -104,16 +107,26 @@ static int close16(float got, double want, double scale) { return fabs(got - wan
 
 int main(int argc, char **argv) {
     enum Expect e = BYPASSED;
-    int reduce_scatter = 0;
+    int reduce_scatter = 0, mpit_off = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--expect=chained")) e = CHAINED;
         else if (!strcmp(argv[i], "--expect=unchained")) e = UNCHAINED;
         else if (!strcmp(argv[i], "--expect=bypassed")) e = BYPASSED;
         else if (!strcmp(argv[i], "--reduce-scatter")) reduce_scatter = 1;
+        else if (!strcmp(argv[i], "--mpit-chain-off")) mpit_off = 1;
         else {
             fprintf(stderr, "t_plain_profiler: unknown argument %s\n", argv[i]);
             return 2;
         }
+    }
+    MPI_T_cvar_handle h = MPI_T_CVAR_HANDLE_NULL;
+    int mpit_rc = MPI_SUCCESS;
+    if (mpit_off) { /* before MPI_Init: the write takes the place of COMPMPI_PMPI_CHAIN=0 */
+        int provided, idx, count, zero = 0;
+        mpit_rc = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+        if (mpit_rc == MPI_SUCCESS) mpit_rc = MPI_T_cvar_get_index("compmpi_pmpi_chain", &idx);
+        if (mpit_rc == MPI_SUCCESS) mpit_rc = MPI_T_cvar_handle_alloc(idx, NULL, &h, &count);
+        if (mpit_rc == MPI_SUCCESS) mpit_rc = MPI_T_cvar_write(h, &zero);
     }
     MPI_Init(&argc, &argv);
     int rank, P;
@@ -124,6 +137,15 @@ int main(int argc, char **argv) {
     if (!g_get || !g_reset) {
         fprintf(stderr, "t_plain_profiler: libtestprof.so is not loaded (testlist: preload_before:/preload_after:)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (mpit_off) {
+        MT_CHECK(mpit_rc == MPI_SUCCESS, "MPI_T write of compmpi_pmpi_chain before MPI_Init: error %d", mpit_rc);
+        int one = 1;
+        if (mpit_rc == MPI_SUCCESS) {
+            MT_CHECK(MPI_T_cvar_write(h, &one) == MPI_T_ERR_CVAR_SET_NEVER,
+                     "MPI_T write of compmpi_pmpi_chain after MPI_Init: not refused");
+            MPI_T_cvar_handle_free(&h);
+        }
     }
     const int lossy = e != BYPASSED;
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float)), *exact = malloc(N * sizeof(float));
@@ -211,6 +233,7 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&mt_errors, &errs, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && errs == 0) printf(" No Errors\n");
     free(x), free(y), free(exact), free(tmp), free(g), free(abssum);
+    if (mpit_off) MPI_T_finalize(); /* before MPI_Finalize: Open MPI 4.1 crashes in it after (t_mpit.c) */
     MPI_Finalize();
     return errs != 0;
 }
