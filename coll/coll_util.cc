@@ -5,6 +5,7 @@
 
 #include "coll.h"
 #include "base/fault.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -27,22 +28,22 @@ Status check(CollCtx &c, int rc) {
 
 Status coll_wait(CollCtx &c, MPI_Request *req) {
     ScopedTimer t(c.stats->ns_comm);
-    return check(c, COMPMPI_FAULT_MPI(wait, PMPI_Wait(req, MPI_STATUS_IGNORE)));
+    return check(c, COMPMPI_FAULT_MPI(wait, mpi_next::Wait(req, MPI_STATUS_IGNORE)));
 }
 
 void coll_poke(MPI_Request *req) {
     if (!req || *req == MPI_REQUEST_NULL) return;
     int done = 0;
-    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    mpi_next::Test(req, &done, MPI_STATUS_IGNORE);
 }
 
 Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t stride) {
     ScopedTimer t(c.stats->ns_comm);
     if (stride <= INT_MAX)
-        return check(c, COMPMPI_FAULT_MPI(alltoall, PMPI_Alltoall(send, static_cast<int>(stride), MPI_BYTE, recv,
+        return check(c, COMPMPI_FAULT_MPI(alltoall, mpi_next::Alltoall(send, static_cast<int>(stride), MPI_BYTE, recv,
                                                                   static_cast<int>(stride), MPI_BYTE, c.comm)));
 #ifdef HAVE_MPI_LARGE_COUNT
-    return check(c, PMPI_Alltoall_c(send, static_cast<MPI_Count>(stride), MPI_BYTE, recv,
+    return check(c, mpi_next::Alltoall_c(send, static_cast<MPI_Count>(stride), MPI_BYTE, recv,
                                     static_cast<MPI_Count>(stride), MPI_BYTE, c.comm));
 #else
     return Status::unsupported;
@@ -52,10 +53,10 @@ Status mpi_alltoall_bytes(CollCtx &c, const void *send, void *recv, size_t strid
 Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride) {
     ScopedTimer t(c.stats->ns_comm);
     if (stride <= INT_MAX)
-        return check(c, COMPMPI_FAULT_MPI(allgather, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+        return check(c, COMPMPI_FAULT_MPI(allgather, mpi_next::Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
                                                                     static_cast<int>(stride), MPI_BYTE, c.comm)));
 #ifdef HAVE_MPI_LARGE_COUNT
-    return check(c, PMPI_Allgather_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<MPI_Count>(stride),
+    return check(c, mpi_next::Allgather_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, static_cast<MPI_Count>(stride),
                                      MPI_BYTE, c.comm));
 #else
     return Status::unsupported;
@@ -65,9 +66,9 @@ Status mpi_allgather_inplace_bytes(CollCtx &c, void *buf, size_t stride) {
 Status mpi_bcast_bytes(CollCtx &c, void *buf, size_t bytes, int root) {
     ScopedTimer t(c.stats->ns_comm);
     if (bytes <= INT_MAX)
-        return check(c, COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c.comm)));
+        return check(c, COMPMPI_FAULT_MPI(bcast, mpi_next::Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, c.comm)));
 #ifdef HAVE_MPI_LARGE_COUNT
-    return check(c, PMPI_Bcast_c(buf, static_cast<MPI_Count>(bytes), MPI_BYTE, root, c.comm));
+    return check(c, mpi_next::Bcast_c(buf, static_cast<MPI_Count>(bytes), MPI_BYTE, root, c.comm));
 #else
     return Status::unsupported;
 #endif
@@ -184,7 +185,7 @@ template <class T> Status coll_shared_scale(CollCtx &c, const T *in, size_t n) {
     double all = 0;
     {
         ScopedTimer t(c.stats->ns_comm);
-        int rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(&stat, &all, 1, MPI_DOUBLE, MPI_MAX, c.comm));
+        int rc = COMPMPI_FAULT_MPI(allreduce, mpi_next::Allreduce(&stat, &all, 1, MPI_DOUBLE, MPI_MAX, c.comm));
         if (rc != MPI_SUCCESS) {
             c.mpi_err = rc;
             return Status::mpi_error;
@@ -217,7 +218,7 @@ Status coll_p2p_comm(CollCtx &c, MPI_Comm *out) {
     for (const auto &pr : c.st->p2p)
         if (pr.first == c.comm) return *out = pr.second, Status::ok;
     MPI_Comm d = MPI_COMM_NULL;
-    const int rc = PMPI_Comm_split(c.comm, 0, c.rank, &d); /* split: no attributes copied */
+    const int rc = mpi_next::Comm_split(c.comm, 0, c.rank, &d); /* split: no attributes copied */
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     c.st->p2p.emplace_back(c.comm, d);
     *out = d;
@@ -252,12 +253,12 @@ void coll_fault_encoded(uint8_t *out, size_t cap, size_t *plen) {
 
 CollState::~CollState() {
     int finalized = 0;
-    PMPI_Finalized(&finalized);
+    mpi_next::Finalized(&finalized);
     if (finalized) return;
-    if (hier.leaders != MPI_COMM_NULL) PMPI_Comm_free(&hier.leaders);
-    if (hier.node != MPI_COMM_NULL) PMPI_Comm_free(&hier.node);
+    if (hier.leaders != MPI_COMM_NULL) mpi_next::Comm_free(&hier.leaders);
+    if (hier.node != MPI_COMM_NULL) mpi_next::Comm_free(&hier.node);
     for (auto &pr : p2p)
-        if (pr.second != MPI_COMM_NULL) PMPI_Comm_free(&pr.second);
+        if (pr.second != MPI_COMM_NULL) mpi_next::Comm_free(&pr.second);
 }
 
 /* the two element types every algorithm runs on */

@@ -48,5 +48,14 @@ while IFS= read -r f; do
         bad=1
     fi
 done < <(find src -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \))
-[ $bad = 0 ] && echo "layers hold: $checked includes checked, every file under src/ below 500 lines"
+# Every MPI call of the library goes through src/base/mpi_next.h (mpi_next::Allreduce(...)), so
+# that a PMPI profiler loaded after libcompmpi sees it (README, "Beside a PMPI profiler"): a
+# direct PMPI_* call anywhere else (comment lines aside) would bypass the chain.
+while IFS= read -r hit; do
+    echo "direct PMPI call (write mpi_next::NAME(...), src/base/mpi_next.h): $hit"
+    bad=1
+done < <(grep -rnE '\bPMPI_[A-Za-z0-9_]+[[:space:]]*\(' src coll kernels --include='*.h' --include='*.cc' \
+             --include='*.cu' --include='*.cuh' | grep -v '^src/base/mpi_next\.' |
+         grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|/\*|//)' || true)
+[ $bad = 0 ] && echo "layers hold: $checked includes checked, every file under src/ below 500 lines, no direct PMPI_* call"
 exit $bad

@@ -166,6 +166,22 @@ tests_mpi_idle_sleep_la_SOURCES = tests/mpi/idle_sleep.c
 tests_mpi_idle_sleep_la_CFLAGS = $(AM_CFLAGS) -O2
 tests_mpi_idle_sleep_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests/mpi
 tests_mpi_idle_sleep_la_LIBADD = -ldl
+# libcompmpi beside a PMPI profiler (README, "Beside a PMPI profiler"): a test-only profiler,
+# preloaded before or after libcompmpi (testlist options preload_before:/preload_after:), and
+# the plain program that reads its counters. The _noinit variant leaves MPI_Init/MPI_Finalize
+# alone, so that a profiler before libcompmpi lets libcompmpi's MPI_Init run. Not under
+# SimGrid SMPI (no preloading there).
+if !MPI_SMPI
+MPITEST_PROGS += tests/mpi/t_plain_profiler
+tests_mpi_t_plain_profiler_SOURCES = tests/mpi/t_plain_profiler.c tests/mpi/mpitest.h
+tests_mpi_t_plain_profiler_LDADD = -lm
+check_LTLIBRARIES += tests/mpi/prof/libtestprof.la tests/mpi/prof/libtestprof_noinit.la
+tests_mpi_prof_libtestprof_la_SOURCES = tests/mpi/prof/libtestprof.c
+tests_mpi_prof_libtestprof_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests/mpi/prof
+tests_mpi_prof_libtestprof_noinit_la_SOURCES = tests/mpi/prof/libtestprof.c
+tests_mpi_prof_libtestprof_noinit_la_CPPFLAGS = $(AM_CPPFLAGS) -DTESTPROF_NO_INIT
+tests_mpi_prof_libtestprof_noinit_la_LDFLAGS = $(tests_mpi_prof_libtestprof_la_LDFLAGS)
+endif
 
 # ---- Fortran MPI test (only where configure found the MPI family's Fortran wrapper); built
 # by the wrapper directly so that configure needs no Fortran compiler otherwise

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "coll.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -54,7 +55,7 @@ Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n) {
             const uint64_t mine = len;
             {
                 ScopedTimer tc(c.stats->ns_comm);
-                const int rc = PMPI_Allgather(&mine, 1, MPI_UINT64_T, lens.data(), 1, MPI_UINT64_T, c.comm);
+                const int rc = mpi_next::Allgather(&mine, 1, MPI_UINT64_T, lens.data(), 1, MPI_UINT64_T, c.comm);
                 if (rc != MPI_SUCCESS) {
                     c.mpi_err = rc;
                     return Status::mpi_error;

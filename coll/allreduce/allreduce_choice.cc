@@ -36,6 +36,7 @@
 #include "coll.h"
 #include "base/fault.h"
 #include "base/settings.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -56,11 +57,11 @@ constexpr int kProbeTag = 9;
 /* Seconds of one exchange of `bytes` both ways with `partner` (MPI_PROC_NULL: none). */
 Status exchange(CollCtx &c, MPI_Comm comm, std::vector<uint8_t> &s, std::vector<uint8_t> &r, size_t bytes, int partner,
                 double *secs) {
-    const double t0 = PMPI_Wtime();
-    const int rc = PMPI_Sendrecv(s.data(), static_cast<int>(bytes), MPI_BYTE, partner, kProbeTag, r.data(),
+    const double t0 = mpi_next::Wtime();
+    const int rc = mpi_next::Sendrecv(s.data(), static_cast<int>(bytes), MPI_BYTE, partner, kProbeTag, r.data(),
                                  static_cast<int>(bytes), MPI_BYTE, partner, kProbeTag, comm, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-    *secs = PMPI_Wtime() - t0;
+    *secs = mpi_next::Wtime() - t0;
     return Status::ok;
 }
 
@@ -87,7 +88,7 @@ Status probe(CollCtx &c, double *alpha, double *beta) {
         if (COMPMPI_FAULT_ON() && fault_fire(FaultKind::link_skew, FaultWhere::any)) g_link_skewed = true;
         if (g_link_skewed) v[0] *= 1000;
     }
-    const int rc = PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, comm);
+    const int rc = mpi_next::Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     *alpha = v[0];
     *beta = 1.0 / std::max(v[1], 1e-13); /* (at most 10 TB/s: a probe lost in the noise) */
@@ -192,15 +193,15 @@ Status explore(CollCtx &c, CollState::AutoChoice &e, const T *in, T *out, size_t
     MPI_Comm comm;
     CMPI_CHECK(coll_p2p_comm(c, &comm));
     const int alg = e.explored % 2;
-    int rc = PMPI_Barrier(comm);
+    int rc = mpi_next::Barrier(comm);
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-    const double t0 = PMPI_Wtime();
+    const double t0 = mpi_next::Wtime();
     const Status s = run(c, in, out, n, alg == 1);
-    double t = PMPI_Wtime() - t0;
+    double t = mpi_next::Wtime() - t0;
     const int call = e.explored++;
     if (s != Status::ok) return s;
     if (g_link_skewed && alg == 0) t *= 1000; /* (test-only: COMPMPI_FAULT=link_skew) */
-    rc = PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    rc = mpi_next::Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     if (call >= 2 && (e.best[alg] == 0 || t < e.best[alg])) e.best[alg] = t; /* calls 0, 1: warm-ups */
     if (e.explored >= kAutoExplore && e.best[0] > 0 && e.best[1] > 0) {

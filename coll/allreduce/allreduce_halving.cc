@@ -52,6 +52,7 @@
 #include "coll.h"
 #include "base/log.h"
 #include "base/settings.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -154,7 +155,7 @@ Status sendrecv(CollCtx &c, MPI_Comm comm, const uint8_t *send, size_t sn, int d
     size_t so = 0, ro = 0;
     do {
         const size_t a = std::min(kPiece, sn - so), b = std::min(kPiece, rn - ro);
-        const int rc = PMPI_Sendrecv(send + so, static_cast<int>(a), MPI_BYTE, a || so < sn ? dst : MPI_PROC_NULL,
+        const int rc = mpi_next::Sendrecv(send + so, static_cast<int>(a), MPI_BYTE, a || so < sn ? dst : MPI_PROC_NULL,
                                      kTag, recv + ro, static_cast<int>(b), MPI_BYTE,
                                      b || ro < rn ? src : MPI_PROC_NULL, kTag, comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;

@@ -28,6 +28,7 @@
 #include "coll.h"
 #include "base/fault.h"
 #include "base/log.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -70,7 +71,7 @@ Status clip_contribution(CollCtx &c, const T *src, size_t n, T *dst) {
     double any = 0;
     {
         ScopedTimer t(c.stats->ns_comm);
-        int rc = COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(&stat, &any, 1, MPI_DOUBLE, MPI_MAX, c.comm));
+        int rc = COMPMPI_FAULT_MPI(allreduce, mpi_next::Allreduce(&stat, &any, 1, MPI_DOUBLE, MPI_MAX, c.comm));
         if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     }
     c.stats->bytes_wire += sizeof(double) * static_cast<size_t>(c.size - 1);
@@ -86,18 +87,18 @@ bool coll_hierarchy(CollState &cs, const Settings &s, MPI_Comm comm, int rank, H
         st.known = 1;
         int rc;
         if (s.node_size > 0)
-            rc = PMPI_Comm_split(comm, static_cast<int>(rank / s.node_size), rank, &st.node);
+            rc = mpi_next::Comm_split(comm, static_cast<int>(rank / s.node_size), rank, &st.node);
         else
-            rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &st.node);
+            rc = mpi_next::Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &st.node);
         int node_size = 1;
         if (rc == MPI_SUCCESS) {
-            PMPI_Comm_rank(st.node, &st.node_rank);
-            PMPI_Comm_size(st.node, &node_size);
-            rc = PMPI_Comm_split(comm, st.node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &st.leaders);
+            mpi_next::Comm_rank(st.node, &st.node_rank);
+            mpi_next::Comm_size(st.node, &node_size);
+            rc = mpi_next::Comm_split(comm, st.node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &st.leaders);
         }
         int leader = st.node_rank == 0;
-        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&leader, &st.nodes, 1, MPI_INT, MPI_SUM, comm);
-        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&node_size, &st.max_per_node, 1, MPI_INT, MPI_MAX, comm);
+        if (rc == MPI_SUCCESS) rc = mpi_next::Allreduce(&leader, &st.nodes, 1, MPI_INT, MPI_SUM, comm);
+        if (rc == MPI_SUCCESS) rc = mpi_next::Allreduce(&node_size, &st.max_per_node, 1, MPI_INT, MPI_MAX, comm);
         if (rc != MPI_SUCCESS) {
             log_warn("could not split the communicator by node; using the flat algorithm");
             st.nodes = 1;
@@ -132,11 +133,11 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
         ScopedTimer t(c.stats->ns_comm);
         if (h.node_rank == 0)
             rc = coll_mpi_elems<T>(c, contrib, out, n, [&](const void *s_, T *o_) {
-                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, o_, cnt, mpi_elem<T>(), MPI_SUM, 0, h.node));
+                return COMPMPI_FAULT_MPI(reduce, mpi_next::Reduce(s_, o_, cnt, mpi_elem<T>(), MPI_SUM, 0, h.node));
             });
         else
             rc = coll_mpi_elems<T>(c, contrib == MPI_IN_PLACE ? out : contrib, nullptr, n, [&](const void *s_, T *) {
-                return COMPMPI_FAULT_MPI(reduce, PMPI_Reduce(s_, nullptr, cnt, mpi_elem<T>(), MPI_SUM, 0, h.node));
+                return COMPMPI_FAULT_MPI(reduce, mpi_next::Reduce(s_, nullptr, cnt, mpi_elem<T>(), MPI_SUM, 0, h.node));
             });
     }
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
@@ -149,8 +150,8 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
             lc.params.clip_at = 0;
         }
         lc.comm = h.leaders;
-        PMPI_Comm_rank(h.leaders, &lc.rank);
-        PMPI_Comm_size(h.leaders, &lc.size);
+        mpi_next::Comm_rank(h.leaders, &lc.rank);
+        mpi_next::Comm_size(h.leaders, &lc.size);
         s = sparse ? coll_allreduce_sparse(lc, out, out, n) : coll_allreduce_dense(lc, out, out, n, h.nodes);
         c.mpi_err = lc.mpi_err;
         c.segments_fallback = lc.segments_fallback;
@@ -159,7 +160,7 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
             c.fallback_reason |= s == Status::nonfinite ? BLOB_NONFINITE : BLOB_ABANDON;
             ScopedTimer t(c.stats->ns_comm);
             rc = coll_mpi_elems<T>(c, MPI_IN_PLACE, out, n, [&](const void *, T *o_) {
-                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(MPI_IN_PLACE, o_, cnt, mpi_elem<T>(), MPI_SUM, h.leaders));
+                return COMPMPI_FAULT_MPI(allreduce, mpi_next::Allreduce(MPI_IN_PLACE, o_, cnt, mpi_elem<T>(), MPI_SUM, h.leaders));
             });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             if (c.ef_new) be_copy(c, ef_new_t<T>(c), ef_res_t<T>(c), n); /* residual still owed */
@@ -170,7 +171,7 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
     if (s != Status::ok && s != Status::mpi_error) return s;
     ScopedTimer t(c.stats->ns_comm);
     rc = coll_mpi_elems<T>(c, nullptr, out, n, [&](const void *, T *o_) {
-        return COMPMPI_FAULT_MPI(bcast, PMPI_Bcast(o_, cnt, mpi_elem<T>(), 0, h.node));
+        return COMPMPI_FAULT_MPI(bcast, mpi_next::Bcast(o_, cnt, mpi_elem<T>(), 0, h.node));
     });
     if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
     return s;

@@ -40,6 +40,7 @@
 #include "coll.h"
 #include "base/fault.h"
 #include "fft_topk/fft_topk.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -144,7 +145,7 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, T *out
     auto finish = [&](Status s) {
         if (posted > arrived) {
             ScopedTimer t(c.stats->ns_comm);
-            const int rc = PMPI_Waitall(static_cast<int>(posted - arrived), req.data() + arrived, MPI_STATUSES_IGNORE);
+            const int rc = mpi_next::Waitall(static_cast<int>(posted - arrived), req.data() + arrived, MPI_STATUSES_IGNORE);
             if (s == Status::ok && rc != MPI_SUCCESS) c.mpi_err = rc, s = Status::mpi_error;
         }
         return s;
@@ -156,7 +157,7 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, T *out
             const size_t lo = piece * posted, cnt = lo < len ? std::min(piece, len - lo) : 0;
             std::memcpy(own, mine + lo, cnt);
             std::memset(own + cnt, 0, piece - cnt);
-            const int rc = COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+            const int rc = COMPMPI_FAULT_MPI(iallgather, mpi_next::Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
                                                                         sets + set * posted, static_cast<int>(piece),
                                                                         MPI_BYTE, c.comm, &req[posted]));
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, finish(Status::mpi_error);
@@ -176,11 +177,11 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, T *out
         ScopedTimer t(c.stats->ns_comm);
         while (arrived < np && (block ? arrived * piece < bytes : true)) {
             if (block) {
-                const int rc = COMPMPI_FAULT_MPI(wait, PMPI_Wait(&req[arrived], MPI_STATUS_IGNORE));
+                const int rc = COMPMPI_FAULT_MPI(wait, mpi_next::Wait(&req[arrived], MPI_STATUS_IGNORE));
                 if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             } else {
                 int done = 0;
-                PMPI_Test(&req[arrived], &done, MPI_STATUS_IGNORE);
+                mpi_next::Test(&req[arrived], &done, MPI_STATUS_IGNORE);
                 if (!done) break;
             }
             land(arrived++);
@@ -293,7 +294,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, T *out,
     }
     {
         ScopedTimer t(c.stats->ns_comm);
-        CMPI_CHECK(check_rc(c, PMPI_Alltoall(slen.data(), 1, MPI_UINT64_T, rlen.data(), 1, MPI_UINT64_T, c.comm)));
+        CMPI_CHECK(check_rc(c, mpi_next::Alltoall(slen.data(), 1, MPI_UINT64_T, rlen.data(), 1, MPI_UINT64_T, c.comm)));
     }
     std::vector<MPI_Count> scnt(P), sdis(P), rcnt(P), rdis(P);
     size_t rtotal = 0;
@@ -314,12 +315,12 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, T *out,
             for (int j = 0; j < P; ++j)
                 a[j] = static_cast<int>(scnt[j]), b[j] = static_cast<int>(sdis[j]), d[j] = static_cast<int>(rcnt[j]),
                 e[j] = static_cast<int>(rdis[j]);
-            CMPI_CHECK(check_rc(c, PMPI_Alltoallv(send, a.data(), b.data(), MPI_BYTE, recv, d.data(), e.data(),
+            CMPI_CHECK(check_rc(c, mpi_next::Alltoallv(send, a.data(), b.data(), MPI_BYTE, recv, d.data(), e.data(),
                                                   MPI_BYTE, c.comm)));
         } else {
 #ifdef HAVE_MPI_LARGE_COUNT
             std::vector<MPI_Aint> sd(sdis.begin(), sdis.end()), rd(rdis.begin(), rdis.end());
-            CMPI_CHECK(check_rc(c, PMPI_Alltoallv_c(send, scnt.data(), sd.data(), MPI_BYTE, recv, rcnt.data(),
+            CMPI_CHECK(check_rc(c, mpi_next::Alltoallv_c(send, scnt.data(), sd.data(), MPI_BYTE, recv, rcnt.data(),
                                                     rd.data(), MPI_BYTE, c.comm)));
 #else
             return Status::unsupported;
@@ -354,7 +355,7 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, T *out,
     uint64_t my2 = len2;
     {
         ScopedTimer t(c.stats->ns_comm);
-        CMPI_CHECK(check_rc(c, PMPI_Allgather(&my2, 1, MPI_UINT64_T, l2.data(), 1, MPI_UINT64_T, c.comm)));
+        CMPI_CHECK(check_rc(c, mpi_next::Allgather(&my2, 1, MPI_UINT64_T, l2.data(), 1, MPI_UINT64_T, c.comm)));
     }
     /* fixed stride + MPICH's allgather (see path_allgather) */
     size_t stride = 0;
@@ -418,7 +419,7 @@ Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n) {
     Exchange me{len, nnz, flag};
     {
         ScopedTimer t(c.stats->ns_comm);
-        CMPI_CHECK(check_rc(c, PMPI_Allgather(&me, 3, MPI_UINT64_T, ex.data(), 3, MPI_UINT64_T, c.comm)));
+        CMPI_CHECK(check_rc(c, mpi_next::Allgather(&me, 3, MPI_UINT64_T, ex.data(), 3, MPI_UINT64_T, c.comm)));
     }
     c.stats->bytes_wire += sizeof(Exchange) * static_cast<size_t>(P - 1);
     c.stats->bytes_uncompressed_wire += 2 * n * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);

@@ -56,6 +56,7 @@
 
 #include "coll.h"
 #include "base/fault.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -168,7 +169,7 @@ Status allreduce_gather(CollCtx &c, const T *in, T *out, size_t n) {
     bool own_done = false;
     if (P == 2 && S <= INT_MAX) {
         MPI_Request req = MPI_REQUEST_NULL;
-        CMPI_CHECK(start(c, &req, COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all,
+        CMPI_CHECK(start(c, &req, COMPMPI_FAULT_MPI(iallgather, mpi_next::Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all,
                                                                              static_cast<int>(S), MPI_BYTE, c.comm, &req))));
         poke(&req);
         BlobInfo own;
@@ -245,7 +246,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const T *in, const T *src, T *out,
         c.stats->bytes_uncompressed_wire +=
             2 * len_of(k) * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
         return start(c, &req[k % 2],
-                     COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, set_of(k),
+                     COMPMPI_FAULT_MPI(iallgather, mpi_next::Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, set_of(k),
                                                                    static_cast<int>(Sk), MPI_BYTE, c.comm, &req[k % 2])));
     };
     uint8_t all_flags = 0;
@@ -269,7 +270,7 @@ Status allreduce_gather_pipelined(CollCtx &c, const T *in, const T *src, T *out,
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + lo_of(k));
             const int len = static_cast<int>(len_of(k));
             int rc = coll_mpi_elems<T>(c, sb, out + lo_of(k), len_of(k), [&](const void *s_, T *o_) {
-                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, mpi_elem<T>(), MPI_SUM, c.comm));
+                return COMPMPI_FAULT_MPI(allreduce, mpi_next::Allreduce(s_, o_, len, mpi_elem<T>(), MPI_SUM, c.comm));
             });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             if (c.ef_new) be_copy(c, ef_new_t<T>(c) + lo_of(k), ef_res_t<T>(c) + lo_of(k), len_of(k));
@@ -388,7 +389,7 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
         if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, g.S);
         const int Si = static_cast<int>(g.S);
         return start(c, &g.req,
-                     COMPMPI_FAULT_MPI(ialltoall, PMPI_Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req)));
+                     COMPMPI_FAULT_MPI(ialltoall, mpi_next::Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req)));
     };
     /* after phase 1 arrived: accumulate, encode the owned chunk, start phase 2 */
     auto reduce_and_start2 = [&](Segment &g, int k) {
@@ -423,7 +424,7 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(T);
         if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, g.S2);
         return start(c, &g.req,
-                     COMPMPI_FAULT_MPI(iallgather, PMPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots,
+                     COMPMPI_FAULT_MPI(iallgather, mpi_next::Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots,
                                                                    static_cast<int>(g.S2), MPI_BYTE, c.comm, &g.req)));
     };
     /* after phase 2 arrived: every rank sees the same slots; decode or fall back */
@@ -442,7 +443,7 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
             const void *sb = in == out ? MPI_IN_PLACE : static_cast<const void *>(in + g.lo);
             const int len = static_cast<int>(g.n);
             int rc = coll_mpi_elems<T>(c, sb, out + g.lo, g.n, [&](const void *s_, T *o_) {
-                return COMPMPI_FAULT_MPI(allreduce, PMPI_Allreduce(s_, o_, len, mpi_elem<T>(), MPI_SUM, c.comm));
+                return COMPMPI_FAULT_MPI(allreduce, mpi_next::Allreduce(s_, o_, len, mpi_elem<T>(), MPI_SUM, c.comm));
             });
             if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
             /* the exact path sent `in`, not input + residual: the residual is still owed */

@@ -53,6 +53,7 @@
 
 #include "coll.h"
 #include "base/fault.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -73,10 +74,10 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
     if (equal) { /* fixed stride: MPI's tuned alltoall (the self slot is copied, unused) */
         const size_t S = ssz[0];
         if (!large)
-            return check(c, PMPI_Alltoall(send, static_cast<int>(S), MPI_BYTE, recv, static_cast<int>(S), MPI_BYTE,
+            return check(c, mpi_next::Alltoall(send, static_cast<int>(S), MPI_BYTE, recv, static_cast<int>(S), MPI_BYTE,
                                           c.comm));
 #ifdef HAVE_MPI_LARGE_COUNT
-        return check(c, PMPI_Alltoall_c(send, static_cast<MPI_Count>(S), MPI_BYTE, recv, static_cast<MPI_Count>(S),
+        return check(c, mpi_next::Alltoall_c(send, static_cast<MPI_Count>(S), MPI_BYTE, recv, static_cast<MPI_Count>(S),
                                         MPI_BYTE, c.comm));
 #else
         return Status::unsupported;
@@ -90,7 +91,7 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
             rc[j] = j == r ? 0 : static_cast<int>(Sr);
             rd[j] = static_cast<int>(Sr * static_cast<size_t>(j));
         }
-        return check(c, PMPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+        return check(c, mpi_next::Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
                                        c.comm));
     }
 #ifdef HAVE_MPI_LARGE_COUNT
@@ -102,7 +103,7 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
         rc[j] = j == r ? 0 : static_cast<MPI_Count>(Sr);
         rd[j] = static_cast<MPI_Aint>(Sr * static_cast<size_t>(j));
     }
-    return check(c, PMPI_Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+    return check(c, mpi_next::Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
                                      c.comm));
 #else
     return Status::unsupported;
@@ -129,7 +130,7 @@ Status finish(CollCtx &c, uint8_t flags, const T *acc, size_t len_r, T *out, dou
     all[2 * r + 1] = sumsq;
     {
         ScopedTimer t(c.stats->ns_comm);
-        CMPI_CHECK(check(c, PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.data(), 2, MPI_DOUBLE, c.comm)));
+        CMPI_CHECK(check(c, mpi_next::Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.data(), 2, MPI_DOUBLE, c.comm)));
     }
     c.stats->bytes_wire += 2 * sizeof(double) * static_cast<size_t>(P - 1);
     uint8_t any = 0;
@@ -202,7 +203,7 @@ Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_
         c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += len * sizeof(T) * static_cast<size_t>(P - 1);
         const int Si = static_cast<int>(Sk);
-        return check(c, COMPMPI_FAULT_MPI(ialltoall, PMPI_Ialltoall(sendbuf + (k % 2) * S * P, Si, MPI_BYTE,
+        return check(c, COMPMPI_FAULT_MPI(ialltoall, mpi_next::Ialltoall(sendbuf + (k % 2) * S * P, Si, MPI_BYTE,
                                                                     recvbuf + (k % 2) * S * P, Si, MPI_BYTE, c.comm,
                                                                     &req[k % 2])));
     };

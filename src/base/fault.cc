@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/log.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -122,10 +123,10 @@ struct Init {
 int world_rank() {
     if (g_world_rank == -2) {
         int init = 0, fin = 0;
-        PMPI_Initialized(&init);
-        PMPI_Finalized(&fin);
+        mpi_next::Initialized(&init);
+        mpi_next::Finalized(&fin);
         if (!init || fin) return -1;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
+        mpi_next::Comm_rank(MPI_COMM_WORLD, &g_world_rank);
     }
     return g_world_rank;
 }
@@ -173,7 +174,7 @@ int fault_mpi_rc(FaultWhere where, int rc) {
      * forward this rank's warning line before it tears the job down. */
     if (fault_fire(FaultKind::rank_abort, where)) {
         log_flush_pause();
-        PMPI_Abort(MPI_COMM_WORLD, 71);
+        mpi_next::Abort(MPI_COMM_WORLD, 71);
     }
     if (fault_fire(FaultKind::rank_kill, where)) {
         log_flush_pause();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/mpi_next.h"
 #include "base/settings.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -105,7 +106,7 @@ bool mpi_persistent_faithful(int coll) {
     static const bool ok = [] {
         char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
         int len = 0, major = 0, minor = 0;
-        if (PMPI_Get_library_version(v, &len) != MPI_SUCCESS) return false;
+        if (mpi_next::Get_library_version(v, &len) != MPI_SUCCESS) return false;
         if (std::sscanf(v, "MPICH Version: %d.%d", &major, &minor) != 2) return false;
         return major > 4 || (major == 4 && minor >= 1);
     }();
@@ -213,7 +214,7 @@ __attribute__((constructor)) void family_check_at_load() { mpi_family_check("loa
 #ifdef COMPMPI_SMPI
 bool mpi_attr_foreign(MPI_Comm comm, int owner_rank) {
     int me = -1;
-    return PMPI_Comm_rank(comm, &me) == MPI_SUCCESS && me != owner_rank;
+    return mpi_next::Comm_rank(comm, &me) == MPI_SUCCESS && me != owner_rank;
 }
 #endif
 
@@ -221,19 +222,19 @@ bool mpi_attr_foreign(MPI_Comm comm, int owner_rank) {
 
 int mpi_info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) {
 #if MPI_VERSION >= 4
-    return PMPI_Info_get_string(info, key, buflen, value, flag);
+    return mpi_next::Info_get_string(info, key, buflen, value, flag);
 #else
     /* MPI-3.1: MPI_Info_get_valuelen (length without NUL), then MPI_Info_get (valuelen
      * characters at most, plus the NUL) */
     int len = 0;
-    int rc = PMPI_Info_get_valuelen(info, key, &len, flag);
+    int rc = mpi_next::Info_get_valuelen(info, key, &len, flag);
     if (rc != MPI_SUCCESS || !*flag) return rc;
     const int room = *buflen;
     *buflen = len + 1;
     if (room <= 0 || !value) return MPI_SUCCESS;
     /* MPI_Info_get writes at most valuelen characters and the NUL: truncated like
      * MPI_Info_get_string when value is shorter than the value */
-    return PMPI_Info_get(info, key, room - 1 < len ? room - 1 : len, value, flag);
+    return mpi_next::Info_get(info, key, room - 1 < len ? room - 1 : len, value, flag);
 #endif
 }
 

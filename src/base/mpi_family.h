@@ -24,6 +24,8 @@
 #include <string>
 #include <type_traits>
 
+#include "base/mpi_next.h"
+
 namespace compmpi {
 
 enum class MpiFamily { unknown = 0, mpich = 1, openmpi = 2, smpi = 3 };
@@ -98,7 +100,7 @@ struct MpiClock {
     using duration = std::chrono::duration<double>;
     using time_point = std::chrono::time_point<MpiClock>;
     static constexpr bool is_steady = true;
-    static time_point now() noexcept { return time_point(duration(PMPI_Wtime())); }
+    static time_point now() noexcept { return time_point(duration(mpi_next::Wtime())); }
 };
 #ifdef COMPMPI_SMPI
 using CallClock = MpiClock;

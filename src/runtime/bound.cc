@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "runtime/policy.h"
 #include "runtime/state.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -191,7 +192,7 @@ int bound_apply(const CollArgs &a, CommState &st, Plan &plan, const void *in, si
     if (!rel) {
         double local = a.elem == Elem::f64 ? max_abs_of(static_cast<const double *>(in), n_in)
                                            : max_abs_of(static_cast<const float *>(in), n_in);
-        const int rc = PMPI_Allreduce(&local, &M, 1, MPI_DOUBLE, MPI_MAX, a.comm);
+        const int rc = mpi_next::Allreduce(&local, &M, 1, MPI_DOUBLE, MPI_MAX, a.comm);
         if (rc != MPI_SUCCESS) return rc;
         if (!std::isfinite(M)) return *pass = true, MPI_SUCCESS; /* NaN/Inf somewhere: MPI's own result */
     }

@@ -10,6 +10,7 @@
 #include "runtime/policy.h"
 #include "runtime/state.h"
 #include "runtime/verdict.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -91,7 +92,7 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
 int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
                 double local_s) {
     double t = local_s;
-    int rc = PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    int rc = mpi_next::Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) return rc;
     cost_learn(st, kind, bytes, codec, bits, d, t, local_s);
     return MPI_SUCCESS;
@@ -148,9 +149,9 @@ void cost_stats_report(MPI_Comm world) {
             for (int f = 0; f < kErrBins; ++f) local[c][k][5 + f] = s.err_bin[f].load(std::memory_order_relaxed);
         }
     int rank = 0, size = 1;
-    PMPI_Comm_rank(world, &rank);
-    PMPI_Comm_size(world, &size);
-    if (PMPI_Reduce(local, sum, nc * kCostClasses * kF, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS || rank != 0)
+    mpi_next::Comm_rank(world, &rank);
+    mpi_next::Comm_size(world, &size);
+    if (mpi_next::Reduce(local, sum, nc * kCostClasses * kF, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS || rank != 0)
         return;
     for (int c = 0; c < nc; ++c)
         for (int k = 0; k < kCostClasses; ++k) {

@@ -9,6 +9,7 @@
 #include "runtime/exact.h"
 #include "runtime/run.h"
 #include "runtime/state.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 namespace {
@@ -49,7 +50,7 @@ template <class F> int with_host_copies(const CollArgs &a, const CommState &st, 
     log_error("%s on a GPU buffer: %s. Aborting rather than leaving the other ranks waiting: install "
               "libcompmpi_cuda.so beside libcompmpi.so, or set COMPMPI_CODEC=none.", coll_name(a.kind), why);
     log_flush_pause();
-    PMPI_Abort(a.comm, 1);
+    mpi_next::Abort(a.comm, 1);
     std::abort();
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/eligibility.h"
 #include "runtime/exact.h"
 #include "runtime/runtime.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -63,7 +64,7 @@ int dispatch_float_view(const CollArgs &a, CommState &st) {
     else { /* the peers are already inside the collective: do not leave them waiting */
         log_error("%s: packing the datatype failed (MPI error %d); aborting", coll_name(a.kind), rc);
         log_flush_pause();
-        PMPI_Abort(a.comm, 1);
+        mpi_next::Abort(a.comm, 1);
     }
     int rc2 = float_view_end(a, v);
     return rc != MPI_SUCCESS ? rc : rc2 != MPI_SUCCESS ? raise_error(a.comm, rc2) : MPI_SUCCESS;

@@ -12,6 +12,7 @@
 #include "runtime/state.h"
 #include "runtime/verdict.h"
 #include "simd.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -38,7 +39,7 @@ inline int dispatch_allreduce(const void *sendbuf, void *recvbuf, int count, MPI
                               MPI_Comm comm) {
     int r;
     if (verdict_lookup_call(Coll::allreduce, comm, count, 0, datatype, MPI_DATATYPE_NULL, op, 0, sendbuf, recvbuf, &r))
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+        return mpi_next::Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     return dispatch(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false));
 }
 inline int dispatch_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -46,14 +47,14 @@ inline int dispatch_allgather(const void *sendbuf, int sendcount, MPI_Datatype s
     int r;
     if (verdict_lookup_call(Coll::allgather, comm, sendcount, recvcount, sendtype, recvtype, MPI_OP_NULL, 0, sendbuf,
                             recvbuf, &r))
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        return mpi_next::Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return dispatch(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false));
 }
 inline int dispatch_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
     int r;
     if (verdict_lookup_call(Coll::bcast, comm, count, 0, datatype, MPI_DATATYPE_NULL, MPI_OP_NULL, root, nullptr,
                             buffer, &r))
-        return PMPI_Bcast(buffer, count, datatype, root, comm);
+        return mpi_next::Bcast(buffer, count, datatype, root, comm);
     return dispatch(args_bcast(buffer, count, datatype, root, comm, false));
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/costmodel.h"
 #include "runtime/progress.h"
 #include "runtime/runtime.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -50,7 +51,7 @@ bool is_fp(CollArgs &a) {
             /* MPI_SUM on predefined types only, as allreduce; the input is every rank's block */
             if (!fp_predefined(a.datatype, &e)) return false;
             int p = 0;
-            if (PMPI_Comm_size(a.comm, &p) != MPI_SUCCESS) return false;
+            if (mpi_next::Comm_size(a.comm, &p) != MPI_SUCCESS) return false;
             for (int j = 0; j < p; ++j) {
                 const MPI_Count kb = coll_block_count(a, j);
                 if (kb < 0) return false;
@@ -212,7 +213,7 @@ int eligibility_reason(const char *name) {
 }
 
 int eligibility_begin(CollArgs &a, CommState **st) {
-    if (!runtime_active()) return eligibility_reason("not_initialized");
+    if (!runtime_active()) return runtime_bypassed(coll_name(a.kind)), eligibility_reason("not_initialized");
     if (ReentryGuard::active()) return eligibility_reason("reentered");
     const int reason = eligibility_precheck(a);
     if (reason >= 0) return reason;

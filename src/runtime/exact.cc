@@ -1,4 +1,5 @@
 #include "runtime/exact.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -6,29 +7,29 @@ int passthrough(const CollArgs &a) {
 #ifdef HAVE_MPI_LARGE_COUNT
     if (a.large_count) {
         switch (a.kind) {
-            case Coll::allreduce: return PMPI_Allreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
+            case Coll::allreduce: return mpi_next::Allreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
             case Coll::allgather:
-                return PMPI_Allgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
-            case Coll::bcast: return PMPI_Bcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm);
+                return mpi_next::Allgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm);
+            case Coll::bcast: return mpi_next::Bcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm);
             case Coll::reduce_scatter_block:
-                return PMPI_Reduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
+                return mpi_next::Reduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm);
             case Coll::reduce_scatter:
-                return PMPI_Reduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm);
+                return mpi_next::Reduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm);
             default: break;
         }
     }
 #endif
     switch (a.kind) {
         case Coll::allreduce:
-            return PMPI_Allreduce(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
+            return mpi_next::Allreduce(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
         case Coll::allgather:
-            return PMPI_Allgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
+            return mpi_next::Allgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                   static_cast<int>(a.recvcount), a.recvtype, a.comm);
-        case Coll::bcast: return PMPI_Bcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm);
+        case Coll::bcast: return mpi_next::Bcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm);
         case Coll::reduce_scatter_block:
-            return PMPI_Reduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
+            return mpi_next::Reduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm);
         case Coll::reduce_scatter:
-            return PMPI_Reduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm);
+            return mpi_next::Reduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm);
         default: return MPI_ERR_INTERN;
     }
 }
@@ -38,33 +39,33 @@ int passthrough_nb(const CollArgs &a, MPI_Request *req) {
     if (a.large_count) {
         switch (a.kind) {
             case Coll::allreduce:
-                return PMPI_Iallreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, req);
+                return mpi_next::Iallreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, req);
             case Coll::allgather:
-                return PMPI_Iallgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm,
+                return mpi_next::Iallgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, a.comm,
                                          req);
-            case Coll::bcast: return PMPI_Ibcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, req);
+            case Coll::bcast: return mpi_next::Ibcast_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, req);
             case Coll::reduce_scatter_block:
-                return PMPI_Ireduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, req);
+                return mpi_next::Ireduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, req);
             default: break; /* reduce_scatter: below, by its count array */
         }
     }
 #endif
     switch (a.kind) {
         case Coll::allreduce:
-            return PMPI_Iallreduce(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm, req);
+            return mpi_next::Iallreduce(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm, req);
         case Coll::allgather:
-            return PMPI_Iallgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
+            return mpi_next::Iallgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                    static_cast<int>(a.recvcount), a.recvtype, a.comm, req);
-        case Coll::bcast: return PMPI_Ibcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, req);
+        case Coll::bcast: return mpi_next::Ibcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, req);
         case Coll::reduce_scatter_block:
-            return PMPI_Ireduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op,
+            return mpi_next::Ireduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op,
                                               a.comm, req);
         case Coll::reduce_scatter:
 #ifdef HAVE_MPI_LARGE_COUNT
             if (a.recvcounts_c)
-                return PMPI_Ireduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm, req);
+                return mpi_next::Ireduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm, req);
 #endif
-            return PMPI_Ireduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, req);
+            return mpi_next::Ireduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, req);
         default: return MPI_ERR_INTERN;
     }
 }

@@ -6,6 +6,7 @@
 #include "base/mpi_family.h"
 #include "runtime/cuda_loader.h"
 #include "runtime/eligibility.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -24,10 +25,10 @@ struct Contents {
     explicit Contents(MPI_Datatype t) {
 #ifdef HAVE_MPI_LARGE_COUNT
         MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
-        if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &combiner) != MPI_SUCCESS) return;
+        if (mpi_next::Type_get_envelope_c(t, &ni, &na, &nc, &nd, &combiner) != MPI_SUCCESS) return;
 #else
         int ni = 0, na = 0, nd = 0, nc = 0;
-        if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return;
+        if (mpi_next::Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return;
 #endif
         if (combiner == MPI_COMBINER_NAMED) { ok = true; return; }
         ints.resize(static_cast<size_t>(ni) + 1);
@@ -35,9 +36,9 @@ struct Contents {
         counts.resize(static_cast<size_t>(nc) + 1);
         types.assign(static_cast<size_t>(nd) + 1, MPI_DATATYPE_NULL);
 #ifdef HAVE_MPI_LARGE_COUNT
-        int rc = PMPI_Type_get_contents_c(t, ni, na, nc, nd, ints.data(), addrs.data(), counts.data(), types.data());
+        int rc = mpi_next::Type_get_contents_c(t, ni, na, nc, nd, ints.data(), addrs.data(), counts.data(), types.data());
 #else
-        int rc = PMPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
+        int rc = mpi_next::Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
 #endif
         ints.resize(static_cast<size_t>(ni));
         addrs.resize(static_cast<size_t>(na));
@@ -50,12 +51,12 @@ struct Contents {
             int comb = MPI_COMBINER_NAMED;
 #ifdef HAVE_MPI_LARGE_COUNT
             MPI_Count ni, na, nc, nd;
-            int rc = d == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : PMPI_Type_get_envelope_c(d, &ni, &na, &nc, &nd, &comb);
+            int rc = d == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : mpi_next::Type_get_envelope_c(d, &ni, &na, &nc, &nd, &comb);
 #else
             int ni, na, nd;
-            int rc = d == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : PMPI_Type_get_envelope(d, &ni, &na, &nd, &comb);
+            int rc = d == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : mpi_next::Type_get_envelope(d, &ni, &na, &nd, &comb);
 #endif
-            if (rc == MPI_SUCCESS && comb != MPI_COMBINER_NAMED) PMPI_Type_free(&d);
+            if (rc == MPI_SUCCESS && comb != MPI_COMBINER_NAMED) mpi_next::Type_free(&d);
         }
     }
     Contents(const Contents &) = delete;
@@ -63,7 +64,7 @@ struct Contents {
 };
 
 bool type_size(MPI_Datatype t, MPI_Count *sz) {
-    return PMPI_Type_size_x(t, sz) == MPI_SUCCESS && *sz != MPI_UNDEFINED && *sz >= 0;
+    return mpi_next::Type_size_x(t, sz) == MPI_SUCCESS && *sz != MPI_UNDEFINED && *sz >= 0;
 }
 
 /* Every basic type in t's signature is an IEEE value of type e (4-byte floats or 8-byte
@@ -127,7 +128,7 @@ bool repeat(const Runs &R, MPI_Count cnt, MPI_Aint stride, MPI_Aint base, Runs &
 
 bool extent(MPI_Datatype t, MPI_Aint *ext) {
     MPI_Aint lb;
-    return PMPI_Type_get_extent(t, &lb, ext) == MPI_SUCCESS;
+    return mpi_next::Type_get_extent(t, &lb, ext) == MPI_SUCCESS;
 }
 
 bool flatten(MPI_Datatype t, Runs &out) {
@@ -259,11 +260,11 @@ int fp_pack(const void *buf, MPI_Count count, MPI_Datatype t, Elem e, void *out,
     int rc;
 #ifdef HAVE_MPI_LARGE_COUNT
     MPI_Count pos = 0;
-    rc = PMPI_Pack_external_c(kExternal32, buf, count, t, out, bytes, &pos);
+    rc = mpi_next::Pack_external_c(kExternal32, buf, count, t, out, bytes, &pos);
 #else
     MPI_Aint pos = 0;
     if (count > INT_MAX) return MPI_ERR_COUNT;
-    rc = PMPI_Pack_external(mpi_in(kExternal32), mpi_in(buf), static_cast<int>(count), t, out,
+    rc = mpi_next::Pack_external(mpi_in(kExternal32), mpi_in(buf), static_cast<int>(count), t, out,
                             static_cast<MPI_Aint>(bytes), &pos);
 #endif
     if (rc != MPI_SUCCESS) return rc;
@@ -279,11 +280,11 @@ int fp_unpack(const void *in, MPI_Count n, Elem e, void *buf, MPI_Count count, M
     swap_elems(be.data(), static_cast<size_t>(n), e);
 #ifdef HAVE_MPI_LARGE_COUNT
     MPI_Count pos = 0;
-    int rc = PMPI_Unpack_external_c(kExternal32, be.data(), bytes, &pos, buf, count, t);
+    int rc = mpi_next::Unpack_external_c(kExternal32, be.data(), bytes, &pos, buf, count, t);
 #else
     MPI_Aint pos = 0;
     if (count > INT_MAX) return MPI_ERR_COUNT;
-    int rc = PMPI_Unpack_external(mpi_in(kExternal32), be.data(), static_cast<MPI_Aint>(bytes), &pos, buf,
+    int rc = mpi_next::Unpack_external(mpi_in(kExternal32), be.data(), static_cast<MPI_Aint>(bytes), &pos, buf,
                                   static_cast<int>(count), t);
 #endif
     if (rc != MPI_SUCCESS) return rc;
@@ -344,7 +345,7 @@ int float_view_begin(const CollArgs &a, int rank, int nranks, FloatView *v, bool
             v->unpack = true;
             if (a.sendbuf == MPI_IN_PLACE) { /* this rank's block is its input */
                 MPI_Aint lb, e;
-                if (PMPI_Type_get_extent(a.recvtype, &lb, &e) != MPI_SUCCESS) return MPI_ERR_TYPE;
+                if (mpi_next::Type_get_extent(a.recvtype, &lb, &e) != MPI_SUCCESS) return MPI_ERR_TYPE;
                 return fp_pack(shift(a.recvbuf, e * static_cast<MPI_Aint>(a.recvcount) * rank), a.recvcount,
                                a.recvtype, el, static_cast<char *>(b.recvbuf) + static_cast<size_t>(n) * rank * elem_bytes(el), n);
             }

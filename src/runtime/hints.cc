@@ -6,22 +6,23 @@
 #include "base/log.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
 int hints_comm_set_info(MPI_Comm comm, MPI_Info info) {
-    if (!runtime_active()) return PMPI_Comm_set_info(comm, info);
+    if (!runtime_active()) return mpi_next::Comm_set_info(comm, info);
     ReentryGuard guard;
     int rc = state_apply_hints(comm, info, false, "MPI_Comm_set_info");
     if (rc != MPI_SUCCESS) return raise_error(comm, rc);
-    rc = PMPI_Comm_set_info(comm, info);
+    rc = mpi_next::Comm_set_info(comm, info);
     if (rc != MPI_SUCCESS) return rc;
     if (CommState *st = state_get(comm)) state_agree(comm, st, "MPI_Comm_set_info");
     return MPI_SUCCESS;
 }
 
 int hints_comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
-    if (!runtime_active()) return PMPI_Comm_dup_with_info(comm, info, newcomm);
+    if (!runtime_active()) return mpi_next::Comm_dup_with_info(comm, info, newcomm);
     ReentryGuard guard;
     /* validate first, so a bad hint fails the call before a communicator exists */
     {
@@ -31,12 +32,12 @@ int hints_comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
         if (state_agree_error(comm, "MPI_Comm_dup_with_info", s, err) != Status::ok)
             return raise_error(comm, MPI_ERR_INFO_VALUE);
     }
-    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+    int rc = mpi_next::Comm_dup_with_info(comm, info, newcomm);
     if (rc != MPI_SUCCESS) return rc;
     /* MPI-4: the new communicator's hints are those of info, not the parent's */
     rc = state_apply_hints(*newcomm, info, true, "MPI_Comm_dup_with_info");
     if (rc != MPI_SUCCESS) {
-        PMPI_Comm_free(newcomm);
+        mpi_next::Comm_free(newcomm);
         return raise_error(comm, rc);
     }
     if (CommState *st = state_get(*newcomm)) state_agree(*newcomm, st, "MPI_Comm_dup_with_info");
@@ -66,7 +67,7 @@ int hints_comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
     if (runtime_active() && !ReentryGuard::active())
         warn_hints_not_applied(info, "MPI_Comm_split_type", "the new communicator starts from the environment's settings",
                                &said);
-    return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+    return mpi_next::Comm_split_type(comm, split_type, key, info, newcomm);
 }
 
 #if MPI_VERSION >= 4
@@ -77,7 +78,7 @@ int hints_comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, M
     if (runtime_active() && !ReentryGuard::active())
         warn_hints_not_applied(info, "MPI_Comm_idup_with_info", "the new communicator keeps its parent's settings",
                                &said);
-    return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
+    return mpi_next::Comm_idup_with_info(comm, info, newcomm, request);
 }
 
 /* A communicator from a group (MPI-4 sessions): its info's hints are applied as for
@@ -85,13 +86,13 @@ int hints_comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, M
  * it (the error handler given here) and, if that returns, frees it. */
 int hints_comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler,
                                  MPI_Comm *newcomm) {
-    int rc = PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm);
+    int rc = mpi_next::Comm_create_from_group(group, stringtag, info, errhandler, newcomm);
     if (rc != MPI_SUCCESS || !runtime_active() || ReentryGuard::active() || *newcomm == MPI_COMM_NULL) return rc;
     ReentryGuard guard;
     rc = state_apply_hints(*newcomm, info, true, "MPI_Comm_create_from_group");
     if (rc != MPI_SUCCESS) {
         raise_error(*newcomm, rc);
-        PMPI_Comm_free(newcomm);
+        mpi_next::Comm_free(newcomm);
         return rc;
     }
     if (CommState *st = state_get(*newcomm)) state_agree(*newcomm, st, "MPI_Comm_create_from_group");
@@ -103,15 +104,15 @@ int hints_comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Inf
  * drops keys it does not know, so compmpi_* keys would otherwise never come back. MPI-3.0
  * calls only (PMPI_Info_set), so this builds against MPI-3.1 libraries too. */
 int hints_comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
-    int rc = PMPI_Comm_get_info(comm, info_used);
+    int rc = mpi_next::Comm_get_info(comm, info_used);
     if (rc != MPI_SUCCESS || !runtime_active() || ReentryGuard::active()) return rc;
     ReentryGuard guard;
     CommState *st = state_get(comm);
     if (!st) return rc;
     for (const auto &[key, value] : state_effective_hints(st)) {
-        rc = PMPI_Info_set(*info_used, key.c_str(), value.c_str());
+        rc = mpi_next::Info_set(*info_used, key.c_str(), value.c_str());
         if (rc != MPI_SUCCESS) {
-            PMPI_Info_free(info_used);
+            mpi_next::Info_free(info_used);
             return raise_error(comm, rc);
         }
     }

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/settings.h"
 #include "runtime/state.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -59,7 +60,7 @@ std::atomic<int> g_base{-1};
 
 int ready(int *base) {
     int n = 0;
-    const int rc = PMPI_T_cvar_get_num(&n);
+    const int rc = mpi_next::T_cvar_get_num(&n);
     if (rc != MPI_SUCCESS) return rc;
     int expected = -1;
     g_base.compare_exchange_strong(expected, n);
@@ -161,7 +162,7 @@ int write_ours(const CvarHandle &h, const void *buf) {
 
 int mpit_cvar_get_num(int *num_cvar) {
     int n = 0, base;
-    int rc = PMPI_T_cvar_get_num(&n);
+    int rc = mpi_next::T_cvar_get_num(&n);
     if (rc == MPI_SUCCESS) rc = ready(&base);
     if (rc == MPI_SUCCESS) *num_cvar = n + kNumSettings;
     return rc;
@@ -173,7 +174,7 @@ int mpit_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity
     const int rc = locate(cvar_index, &setting, &mpi_index);
     if (rc != MPI_SUCCESS) return rc;
     if (setting < 0)
-        return PMPI_T_cvar_get_info(mpi_index, name, name_len, verbosity, datatype, enumtype, desc, desc_len, bind,
+        return mpi_next::T_cvar_get_info(mpi_index, name, name_len, verbosity, datatype, enumtype, desc, desc_len, bind,
                                     scope);
     try {
         const SettingDesc &d = kSettings[setting];
@@ -201,7 +202,7 @@ int mpit_cvar_get_index(const char *name, int *cvar_index) {
                 return rc;
             }
     int j;
-    rc = PMPI_T_cvar_get_index(name, &j);
+    rc = mpi_next::T_cvar_get_index(name, &j);
     if (rc == MPI_SUCCESS) rc = ready(&base);
     if (rc == MPI_SUCCESS) *cvar_index = to_ours(j, base);
     return rc;
@@ -211,7 +212,7 @@ int mpit_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *
     int setting, mpi_index;
     const int rc = locate(cvar_index, &setting, &mpi_index);
     if (rc != MPI_SUCCESS) return rc;
-    if (setting < 0) return PMPI_T_cvar_handle_alloc(mpi_index, obj_handle, handle, count);
+    if (setting < 0) return mpi_next::T_cvar_handle_alloc(mpi_index, obj_handle, handle, count);
     if (!handle || !count) return MPI_T_ERR_INVALID;
     try {
         CvarHandle *h = new CvarHandle{static_cast<SettingId>(setting)};
@@ -229,7 +230,7 @@ int mpit_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *
 
 int mpit_cvar_handle_free(MPI_T_cvar_handle *handle) {
     CvarHandle *h = handle ? ours(*handle) : nullptr;
-    if (!h) return PMPI_T_cvar_handle_free(handle);
+    if (!h) return mpi_next::T_cvar_handle_free(handle);
     int base;
     const int rc = ready(&base);
     if (rc != MPI_SUCCESS) return rc;
@@ -244,7 +245,7 @@ int mpit_cvar_handle_free(MPI_T_cvar_handle *handle) {
 
 int mpit_cvar_read(MPI_T_cvar_handle handle, void *buf) {
     CvarHandle *h = ours(handle);
-    if (!h) return PMPI_T_cvar_read(handle, buf);
+    if (!h) return mpi_next::T_cvar_read(handle, buf);
     int base;
     const int rc = ready(&base);
     if (rc != MPI_SUCCESS) return rc;
@@ -258,7 +259,7 @@ int mpit_cvar_read(MPI_T_cvar_handle handle, void *buf) {
 
 int mpit_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
     CvarHandle *h = ours(handle);
-    if (!h) return PMPI_T_cvar_write(handle, buf);
+    if (!h) return mpi_next::T_cvar_write(handle, buf);
     int base;
     const int rc = ready(&base);
     if (rc != MPI_SUCCESS) return rc;
@@ -271,13 +272,13 @@ int mpit_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
 }
 
 int mpit_category_get_cvars(int cat_index, int len, int indices[]) {
-    int rc = PMPI_T_category_get_cvars(cat_index, len, indices);
+    int rc = mpi_next::T_category_get_cvars(cat_index, len, indices);
     if (rc != MPI_SUCCESS || len <= 0 || !indices) return rc;
     int n = 0, base, np = 0, nc = 0, name_len = 1, desc_len = 1;
     char name[1], desc[1];
     /* how many MPI wrote: the category's count (the entries past it are the caller's); every
      * argument given (Open MPI 4.1 does not take NULL for all of them) */
-    rc = PMPI_T_category_get_info(cat_index, name, &name_len, desc, &desc_len, &n, &np, &nc);
+    rc = mpi_next::T_category_get_info(cat_index, name, &name_len, desc, &desc_len, &n, &np, &nc);
     if (rc == MPI_SUCCESS) rc = ready(&base);
     if (rc != MPI_SUCCESS) return rc;
     for (int i = 0; i < std::min(n, len); ++i) indices[i] = to_ours(indices[i], base);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "base/mpi_next.h"
 #include "base/mpi_family.h"
 #include "base/stats.h"
 #include "runtime/channel.h"
@@ -59,7 +60,7 @@ int start_real(const std::shared_ptr<PersistReq> &pr, MPI_Request *req) {
     int rc;
     {
         ReentryGuard guard;
-        rc = PMPI_Start(req);
+        rc = mpi_next::Start(req);
     }
     static const int kReason = eligibility_reason("cost_model");
     stats(pr->entry).passthrough++;
@@ -84,7 +85,7 @@ int start_one(MPI_Request *req) {
         auto it = g_persist.find(*req);
         if (it != g_persist.end()) pr = it->second, real = pr->real;
     }
-    if (!pr) return PMPI_Start(req);
+    if (!pr) return mpi_next::Start(req);
     if (real) return start_real(pr, req);
     if (pr->active != MPI_REQUEST_NULL) {
         log_error("%s: MPI_Start on a request that is still active", coll_name(pr->entry));
@@ -120,34 +121,34 @@ int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request 
 #ifdef HAVE_MPI_LARGE_COUNT
         if (a.large_count) switch (a.kind) {
                 case Coll::allreduce:
-                    return PMPI_Allreduce_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, info, request);
+                    return mpi_next::Allreduce_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm, info, request);
                 case Coll::allgather:
-                    return PMPI_Allgather_init_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype,
+                    return mpi_next::Allgather_init_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype,
                                                  a.comm, info, request);
-                case Coll::bcast: return PMPI_Bcast_init_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, info, request);
+                case Coll::bcast: return mpi_next::Bcast_init_c(a.recvbuf, a.count, a.datatype, a.root, a.comm, info, request);
                 case Coll::reduce_scatter_block:
-                    return PMPI_Reduce_scatter_block_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm,
+                    return mpi_next::Reduce_scatter_block_init_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, a.comm,
                                                             info, request);
                 case Coll::reduce_scatter:
-                    return PMPI_Reduce_scatter_init_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm,
+                    return mpi_next::Reduce_scatter_init_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, a.comm,
                                                       info, request);
                 default: return MPI_ERR_INTERN;
             }
 #endif
         switch (a.kind) {
             case Coll::allreduce:
-                return PMPI_Allreduce_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm,
+                return mpi_next::Allreduce_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, a.comm,
                                            info, request);
             case Coll::allgather:
-                return PMPI_Allgather_init(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
+                return mpi_next::Allgather_init(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
                                            static_cast<int>(a.recvcount), a.recvtype, a.comm, info, request);
             case Coll::bcast:
-                return PMPI_Bcast_init(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, info, request);
+                return mpi_next::Bcast_init(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, a.comm, info, request);
             case Coll::reduce_scatter_block:
-                return PMPI_Reduce_scatter_block_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype,
+                return mpi_next::Reduce_scatter_block_init(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype,
                                                       a.op, a.comm, info, request);
             case Coll::reduce_scatter:
-                return PMPI_Reduce_scatter_init(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, info,
+                return mpi_next::Reduce_scatter_init(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, a.comm, info,
                                                 request);
             default: return MPI_ERR_INTERN;
         }
@@ -283,13 +284,13 @@ int nb_request_free(MPI_Request *req) {
             g_npersist.fetch_sub(1);
         }
     }
-    if (pr && pr->active != MPI_REQUEST_NULL) PMPI_Request_free(&pr->active); /* the run still completes */
+    if (pr && pr->active != MPI_REQUEST_NULL) mpi_next::Request_free(&pr->active); /* the run still completes */
     if (pr && pr->ch) { /* its class ends with it */
         std::lock_guard<std::mutex> lk(pr->ch->mu);
         for (auto it = pr->ch->direct_from.begin(); it != pr->ch->direct_from.end();)
             it = it->first.persist == pr->id ? pr->ch->direct_from.erase(it) : std::next(it);
     }
-    return PMPI_Request_free(req);
+    return mpi_next::Request_free(req);
 }
 
 /* Our handles replaced for the PMPI call, the user's array updated after it. */
@@ -303,40 +304,40 @@ template <class F> int with_subst(int n, MPI_Request *reqs, F &&call) {
 
 }  // namespace
 
-int request_start(MPI_Request *r) { return nb_have_persistent() ? start_one(r) : PMPI_Start(r); }
-int request_startall(int n, MPI_Request *r) { return nb_have_persistent() ? nb_startall(n, r) : PMPI_Startall(n, r); }
-int request_free(MPI_Request *r) { return nb_have_persistent() ? nb_request_free(r) : PMPI_Request_free(r); }
+int request_start(MPI_Request *r) { return nb_have_persistent() ? start_one(r) : mpi_next::Start(r); }
+int request_startall(int n, MPI_Request *r) { return nb_have_persistent() ? nb_startall(n, r) : mpi_next::Startall(n, r); }
+int request_free(MPI_Request *r) { return nb_have_persistent() ? nb_request_free(r) : mpi_next::Request_free(r); }
 int request_wait(MPI_Request *r, MPI_Status *status) {
-    if (!nb_have_persistent()) return PMPI_Wait(r, status);
-    return with_subst(1, r, [&](MPI_Request *q) { return PMPI_Wait(q, status); });
+    if (!nb_have_persistent()) return mpi_next::Wait(r, status);
+    return with_subst(1, r, [&](MPI_Request *q) { return mpi_next::Wait(q, status); });
 }
 int request_test(MPI_Request *r, int *flag, MPI_Status *status) {
-    if (!nb_have_persistent()) return PMPI_Test(r, flag, status);
-    return with_subst(1, r, [&](MPI_Request *q) { return PMPI_Test(q, flag, status); });
+    if (!nb_have_persistent()) return mpi_next::Test(r, flag, status);
+    return with_subst(1, r, [&](MPI_Request *q) { return mpi_next::Test(q, flag, status); });
 }
 int request_waitall(int n, MPI_Request *r, MPI_Status *statuses) {
-    if (!nb_have_persistent()) return PMPI_Waitall(n, r, statuses);
-    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Waitall(n, q, statuses); });
+    if (!nb_have_persistent()) return mpi_next::Waitall(n, r, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Waitall(n, q, statuses); });
 }
 int request_testall(int n, MPI_Request *r, int *flag, MPI_Status *statuses) {
-    if (!nb_have_persistent()) return PMPI_Testall(n, r, flag, statuses);
-    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Testall(n, q, flag, statuses); });
+    if (!nb_have_persistent()) return mpi_next::Testall(n, r, flag, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testall(n, q, flag, statuses); });
 }
 int request_waitany(int n, MPI_Request *r, int *index, MPI_Status *status) {
-    if (!nb_have_persistent()) return PMPI_Waitany(n, r, index, status);
-    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Waitany(n, q, index, status); });
+    if (!nb_have_persistent()) return mpi_next::Waitany(n, r, index, status);
+    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Waitany(n, q, index, status); });
 }
 int request_testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *status) {
-    if (!nb_have_persistent()) return PMPI_Testany(n, r, index, flag, status);
-    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Testany(n, q, index, flag, status); });
+    if (!nb_have_persistent()) return mpi_next::Testany(n, r, index, flag, status);
+    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testany(n, q, index, flag, status); });
 }
 int request_waitsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
-    if (!nb_have_persistent()) return PMPI_Waitsome(n, r, outcount, indices, statuses);
-    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Waitsome(n, q, outcount, indices, statuses); });
+    if (!nb_have_persistent()) return mpi_next::Waitsome(n, r, outcount, indices, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Waitsome(n, q, outcount, indices, statuses); });
 }
 int request_testsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
-    if (!nb_have_persistent()) return PMPI_Testsome(n, r, outcount, indices, statuses);
-    return with_subst(n, r, [&](MPI_Request *q) { return PMPI_Testsome(n, q, outcount, indices, statuses); });
+    if (!nb_have_persistent()) return mpi_next::Testsome(n, r, outcount, indices, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testsome(n, q, outcount, indices, statuses); });
 }
 #endif
 

@@ -12,6 +12,7 @@
 
 #include "base/fault.h"
 #include "base/log.h"
+#include "base/mpi_next.h"
 #include "base/stats.h"
 #include "runtime/channel.h"
 #include "runtime/costmodel.h"
@@ -48,8 +49,8 @@ std::vector<NbChannel *> g_channels;
 
 int query_fn(void *extra, MPI_Status *status) {
     const NbOp &op = **static_cast<std::shared_ptr<NbOp> *>(extra);
-    PMPI_Status_set_elements(status, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(status, 0);
+    mpi_next::Status_set_elements(status, MPI_BYTE, 0);
+    mpi_next::Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_ANY_SOURCE;
     status->MPI_TAG = MPI_ANY_TAG;
     status->MPI_ERROR = op.rc;
@@ -73,12 +74,12 @@ void stop_channel(NbChannel *ch) {
     if (ch->th.joinable()) ch->th.join();
     ch->joined = true;
     int finalized = 0;
-    PMPI_Finalized(&finalized);
+    mpi_next::Finalized(&finalized);
     if (finalized) return;
     /* operations the application issued on `direct` may still be pending: MPI frees the
      * communicator once they complete */
     for (MPI_Comm *c : {&ch->internal, &ch->direct})
-        if (*c != MPI_COMM_NULL) PMPI_Comm_free(c);
+        if (*c != MPI_COMM_NULL) mpi_next::Comm_free(c);
 }
 
 /* The user communicator is freed: finish its queued operations (MPI: a communicator is
@@ -98,7 +99,7 @@ int channel_delete_cb(MPI_Comm, int, void *attr, void *) {
 
 void complete(NbOp &op, int rc) {
     op.rc = rc;
-    PMPI_Grequest_complete(op.greq);
+    mpi_next::Grequest_complete(op.greq);
 }
 
 /* The hand-off a compressed operation pays: the median of the recent wake-up latencies
@@ -177,7 +178,7 @@ bool poll_inflight(NbChannel *ch) {
     for (size_t i = 0; i < ch->inflight.size();) {
         int flag = 0;
         MPI_Status status;
-        const int rc = PMPI_Test(&ch->inflight[i].first, &flag, &status);
+        const int rc = mpi_next::Test(&ch->inflight[i].first, &flag, &status);
         if (rc != MPI_SUCCESS || flag) {
             complete(*ch->inflight[i].second, rc);
             ch->inflight.erase(ch->inflight.begin() + static_cast<long>(i));
@@ -206,7 +207,7 @@ void agree_direct(NbChannel *ch, const NbClass &cls) {
     int rc;
     {
         ReentryGuard guard;
-        rc = PMPI_Allreduce(&mine, &from, 1, MPI_UINT64_T, MPI_MAX, ch->internal);
+        rc = mpi_next::Allreduce(&mine, &from, 1, MPI_UINT64_T, MPI_MAX, ch->internal);
     }
     std::lock_guard<std::mutex> lk(ch->mu);
     ch->agreeing = false;
@@ -226,10 +227,10 @@ void channel_loop(NbChannel *ch) {
         ReentryGuard guard;
         /* `direct` is duplicated from `internal`, blocking, here: every rank's thread does it
          * first on the private communicator, which nothing else uses yet */
-        if ((ch->idup != MPI_REQUEST_NULL && PMPI_Wait(&ch->idup, MPI_STATUS_IGNORE) != MPI_SUCCESS) ||
-            PMPI_Comm_dup(ch->internal, &ch->direct) != MPI_SUCCESS)
+        if ((ch->idup != MPI_REQUEST_NULL && mpi_next::Wait(&ch->idup, MPI_STATUS_IGNORE) != MPI_SUCCESS) ||
+            mpi_next::Comm_dup(ch->internal, &ch->direct) != MPI_SUCCESS)
             ch->internal = MPI_COMM_NULL;
-        if (ch->internal != MPI_COMM_NULL) PMPI_Comm_set_errhandler(ch->internal, MPI_ERRORS_RETURN);
+        if (ch->internal != MPI_COMM_NULL) mpi_next::Comm_set_errhandler(ch->internal, MPI_ERRORS_RETURN);
     }
     for (;;) {
         std::shared_ptr<NbOp> op;
@@ -282,11 +283,11 @@ NbChannel *channel_get(MPI_Comm comm) {
     {
         std::lock_guard<std::mutex> lk(g_mu);
         if (g_keyval == MPI_KEYVAL_INVALID &&
-            PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, channel_delete_cb, &g_keyval, nullptr) != MPI_SUCCESS)
+            mpi_next::Comm_create_keyval(MPI_COMM_NULL_COPY_FN, channel_delete_cb, &g_keyval, nullptr) != MPI_SUCCESS)
             return nullptr;
         void *v = nullptr;
         int flag = 0;
-        if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) == MPI_SUCCESS && flag) return static_cast<NbChannel *>(v);
+        if (mpi_next::Comm_get_attr(comm, g_keyval, &v, &flag) == MPI_SUCCESS && flag) return static_cast<NbChannel *>(v);
     }
     /* MPI_Comm_idup where MPI lets the thread complete it; else (Open MPI) a blocking
      * MPI_Comm_dup here, on the thread that issues comm's collectives (src/base/mpi_family.h).
@@ -294,11 +295,11 @@ NbChannel *channel_get(MPI_Comm comm) {
      * one communicator's collectives come from one thread at a time, so no other thread
      * creates this channel meanwhile). */
     auto ch = std::make_unique<NbChannel>();
-    const int rc = mpi_idup_any_thread() ? PMPI_Comm_idup(comm, &ch->internal, &ch->idup)
-                                         : PMPI_Comm_dup(comm, &ch->internal);
+    const int rc = mpi_idup_any_thread() ? mpi_next::Comm_idup(comm, &ch->internal, &ch->idup)
+                                         : mpi_next::Comm_dup(comm, &ch->internal);
     if (rc != MPI_SUCCESS) return nullptr;
     std::lock_guard<std::mutex> lk(g_mu);
-    if (PMPI_Comm_set_attr(comm, g_keyval, ch.get()) != MPI_SUCCESS) return nullptr;
+    if (mpi_next::Comm_set_attr(comm, g_keyval, ch.get()) != MPI_SUCCESS) return nullptr;
     NbChannel *p = ch.release();
     p->th = std::thread(channel_loop, p);
     g_channels.push_back(p);
@@ -343,7 +344,7 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
     int rc;
     {
         ReentryGuard guard;
-        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
+        rc = mpi_next::Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
     }
     if (rc != MPI_SUCCESS) {
         --ch->issued; /* nothing was issued: the index is the next call's, as on the other ranks */
@@ -390,7 +391,7 @@ void nb_finalize() {
     /* the channels themselves go with their communicators' attributes (delete callback);
      * the keyval is released now (MPI frees it once no communicator uses it) */
     std::lock_guard<std::mutex> lk(g_mu);
-    if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
+    if (g_keyval != MPI_KEYVAL_INVALID) mpi_next::Comm_free_keyval(&g_keyval);
 }
 
 int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {

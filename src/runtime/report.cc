@@ -8,6 +8,7 @@
 #include "base/stats.h"
 #include "runtime/costmodel.h"
 #include "runtime/eligibility.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -37,8 +38,8 @@ void stats_report(MPI_Comm world) {
         for (int r = 0; r < kMaxReasons; ++r) local[c][15 + r] = s.reason[r];
     }
     int rank = 0;
-    PMPI_Comm_rank(world, &rank);
-    if (PMPI_Reduce(local, sum, nc * kFields, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) return;
+    mpi_next::Comm_rank(world, &rank);
+    if (mpi_next::Reduce(local, sum, nc * kFields, MPI_UINT64_T, MPI_SUM, 0, world) != MPI_SUCCESS) return;
     for (int c = 0; c < nc && rank == 0; ++c) {
         const uint64_t *v = sum[c];
         if (c > static_cast<int>(Coll::bcast) && v[0] == 0 && v[1] == 0) continue; /* unused entry point */

@@ -19,6 +19,7 @@
 #include "runtime/runtime.h"
 #include "runtime/verdict.h"
 #include "simd.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 namespace {
@@ -88,7 +89,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
      * one compressed sample look slow, and the min/max rule then kept a class exact for
      * good: 82.5% of a demo run's gradient bytes). Collective, as cost_record after it. */
     if (cost_explores(d)) {
-        const int rcb = PMPI_Barrier(a.comm);
+        const int rcb = mpi_next::Barrier(a.comm);
         if (rcb != MPI_SUCCESS) return raise_error(a.comm, rcb);
     }
     /* a result changes only in calls the model has decided to compress: an explored
@@ -100,7 +101,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             log_error("%s of %zu values: no memory for the cost model's measurement; aborting rather than "
                       "hanging (set COMPMPI_COST_MODEL=off or lower the buffer size)", coll_name(a.kind), n);
             log_flush_pause();
-            PMPI_Abort(a.comm, 1);
+            mpi_next::Abort(a.comm, 1);
             return MPI_ERR_NO_MEM;
         }
     } else if (st.ws_shadow.capacity()) {
@@ -260,7 +261,7 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
             log_error("%s of %zu values: MPI error %d inside the compressed algorithm; the other ranks cannot "
                       "learn of it, aborting the job rather than hanging", coll_name(a.kind), n, c.mpi_err);
             log_flush_pause();
-            PMPI_Abort(a.comm, c.mpi_err);
+            mpi_next::Abort(a.comm, c.mpi_err);
             return c.mpi_err;
         default:
             /* Failed locally before any exchange (e.g. out of memory): the peers are already
@@ -268,7 +269,7 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
             log_error("%s of %zu values: %s before the exchange; aborting rather than hanging the job "
                       "(lower the buffer size or set COMPMPI_CODEC=none)", coll_name(a.kind), n, status_str(s));
             log_flush_pause();
-            PMPI_Abort(a.comm, 1);
+            mpi_next::Abort(a.comm, 1);
             return MPI_ERR_INTERN;
     }
 }

@@ -4,6 +4,7 @@
 #include <hwloc.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <thread>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "runtime/progress.h"
 #include "runtime/report.h"
 #include "runtime/verdict.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -35,9 +37,9 @@ thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 int node_local_ranks() {
     int local = 1;
     MPI_Comm node;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        PMPI_Comm_size(node, &local);
-        PMPI_Comm_free(&node);
+    if (mpi_next::Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        mpi_next::Comm_size(node, &local);
+        mpi_next::Comm_free(&node);
     }
     return local;
 }
@@ -70,7 +72,7 @@ int auto_threads(int local) {
 void agree_fft_plans(const Settings &s, int rank) {
     const int64_t rigor = s.fft_plan, block = s.fft_block;
     int64_t v[4] = {rigor, -rigor, block, -block}, m[4];
-    if (PMPI_Allreduce(v, m, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return;
+    if (mpi_next::Allreduce(v, m, 4, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) return;
     if (m[0] == fft_plan_kind::estimate && m[1] == -fft_plan_kind::estimate) return; /* all estimate */
     if (m[0] != -m[1] || m[2] != -m[3]) {
         if (rank == 0)
@@ -91,15 +93,15 @@ void agree_fft_plans(const Settings &s, int rank) {
     if (rank == 0) wisdom = fft_topk::tune_plans(static_cast<size_t>(block), rig);
     uint64_t size = wisdom.size();
     int ok = 0, all = 0;
-    if (PMPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD) == MPI_SUCCESS && size > 0 && size < (1u << 30)) {
+    if (mpi_next::Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD) == MPI_SUCCESS && size > 0 && size < (1u << 30)) {
         wisdom.resize(size);
-        if (PMPI_Bcast(&wisdom[0], static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD) == MPI_SUCCESS)
+        if (mpi_next::Bcast(&wisdom[0], static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD) == MPI_SUCCESS)
             ok = rank == 0 ? 1
                  : COMPMPI_FAULT_ON() && fault_fire(FaultKind::fft_adopt, FaultWhere::any)
                      ? 0 /* test-only: as if this rank's FFTW could not plan from the wisdom */
                  : fft_topk::adopt_plans(static_cast<size_t>(block), rig, wisdom) ? 1 : 0;
     }
-    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all = 0;
+    if (mpi_next::Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all = 0;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!all) {
         fft_topk::reset_plans(static_cast<size_t>(block)); /* every rank: back to FFTW_ESTIMATE, no wisdom */
@@ -124,7 +126,7 @@ bool ReentryGuard::active() { return t_depth > 0; }
 bool runtime_active() { return g_active.load(std::memory_order_acquire); }
 
 int raise_error(MPI_Comm comm, int code) {
-    PMPI_Comm_call_errhandler(comm, code);
+    mpi_next::Comm_call_errhandler(comm, code);
     return code;
 }
 
@@ -133,14 +135,14 @@ int abort_collective(MPI_Comm comm, int code, const char *what) {
     log_error("%s: this rank failed inside the collective and the other ranks cannot learn of it: aborting the job "
               "rather than hanging", what);
     log_flush_pause();
-    PMPI_Abort(comm, code);
+    mpi_next::Abort(comm, code);
     return code;
 }
 
 void runtime_init() {
     ReentryGuard guard;
     int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    mpi_next::Comm_rank(MPI_COMM_WORLD, &rank);
     log_set_rank(rank);
     std::string err;
     Status st = state_global_init(&err);
@@ -150,12 +152,12 @@ void runtime_init() {
     if (state_agree_error(MPI_COMM_WORLD, "MPI_Init", st, err) != Status::ok) {
         /* give the launcher a moment to forward the message before the abort tears the job down */
         std::fflush(stderr);
-        PMPI_Barrier(MPI_COMM_WORLD);
+        mpi_next::Barrier(MPI_COMM_WORLD);
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         /* rank 0 tears the job down (one abort notice, not one per rank); the others wait
          * for it and abort themselves only if it did not happen */
         if (rank != 0) std::this_thread::sleep_for(std::chrono::seconds(10));
-        PMPI_Abort(MPI_COMM_WORLD, 1);
+        mpi_next::Abort(MPI_COMM_WORLD, 1);
     }
     const Settings &s = global_settings();
     if (s.simd != simd_kind::auto_)
@@ -164,7 +166,7 @@ void runtime_init() {
     const int local = node_local_ranks(); /* collective: on every rank, before any local choice */
     /* statistics on if any rank asked (MPMD ranks may differ): collective, agreed before use */
     int want = s.stats ? 1 : 0, any = want;
-    PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    mpi_next::Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     stats_enable(any != 0);
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
@@ -188,6 +190,20 @@ void runtime_init() {
                      mpi_family_describe().c_str(), mpi_cuda_aware() ? "yes" : "no");
     }
     g_active.store(true, std::memory_order_release);
+    mpi_next_order_warn(rank, "MPI_Init"); /* another library's MPI_Allreduce & co. before ours */
+}
+
+void runtime_bypassed(const char *what) {
+    if (!*mpi_next_preceded_by()) return;
+    int init = 0, fin = 0;
+    mpi_next::Initialized(&init);
+    mpi_next::Finalized(&fin);
+    if (!init || fin) return;
+    int rank = -1;
+    mpi_next::Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string call = std::string("MPI_") + what; /* "allreduce" -> "MPI_Allreduce" */
+    call[4] = static_cast<char>(std::toupper(static_cast<unsigned char>(call[4])));
+    mpi_next_order_warn(rank, call.c_str());
 }
 
 void runtime_finalize() {
@@ -204,8 +220,14 @@ int runtime_mpi_init(int *argc, char ***argv, int required, int *provided, const
     mpi_family_check(what); /* before anything reaches an MPI of the wrong family (mpi4py: its
                              * MPI was dlopen()ed after our load-time check) */
     UpperClean upper;
+    /* the MPI calls from here on go where pmpi_chain says, as MPI_Init reads it (an MPI_T
+     * write before MPI_Init included; an invalid value keeps the load's choice, and
+     * runtime_init then stops the job naming it) */
+    Settings s;
+    if (state_process_settings(&s, nullptr) == Status::ok && s.pmpi_chain != mpi_next_chained())
+        mpi_next_resolve(s.pmpi_chain);
     const int level = nb_init_level(required);
-    int rc = PMPI_Init_thread(argc, argv, level > required ? level : required, provided);
+    int rc = mpi_next::Init_thread(argc, argv, level > required ? level : required, provided);
     if (rc == MPI_SUCCESS) nb_init_done(*provided), runtime_init();
     return rc;
 }
@@ -214,7 +236,7 @@ int runtime_mpi_finalize() {
     UpperClean upper;
     nb_finalize();
     runtime_finalize();
-    return PMPI_Finalize();
+    return mpi_next::Finalize();
 }
 
 }  // namespace compmpi

@@ -11,6 +11,10 @@ void runtime_init();
 /* Before PMPI_Finalize: statistics, keyval. */
 void runtime_finalize();
 bool runtime_active();
+/* A collective reached libcompmpi while MPI is initialised but libcompmpi is not: if
+ * another library's MPI_* precede libcompmpi's (its MPI_Init bypassed ours), warn once
+ * (src/base/mpi_next.h, mpi_next_order_warn); `what` names the call. */
+void runtime_bypassed(const char *what);
 
 /* MPI_Init / MPI_Init_thread (what names which): the family check, PMPI_Init_thread at the
  * level the progress threads need (MPI_THREAD_MULTIPLE, src/runtime/progress.h) or the

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/mpi_family.h"
 #include "codec.h"
 #include "error_model.h"
 #include "qsgd/qsgd.h"
@@ -105,6 +106,8 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     const std::string cname = c ? c->name : "?";
     const std::string name = desc(id).name;
     auto no = [&](const std::string &w) { return *why_not = w, false; };
+    if (id == SettingId::pmpi_chain && kMpiSimulated)
+        return no("under SimGrid SMPI libcompmpi always calls PMPI_* (src/base/mpi_next.h)");
     if (id == SettingId::codec || desc(id).scope != SettingScope::COMM) return true;
     if (c && c->id == CodecId::none && id != SettingId::collectives && id != SettingId::min_bytes)
         return no("codec none: compression is off");

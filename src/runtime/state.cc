@@ -14,6 +14,7 @@
 #include "base/mpi_family.h"
 #include "runtime/policy.h"
 #include "runtime/verdict.h"
+#include "base/mpi_next.h"
 
 namespace compmpi {
 
@@ -153,12 +154,12 @@ Status state_process_set(SettingId id, std::string_view text, std::string *err) 
 
 Status state_keyval_create() {
     if (g_keyval != MPI_KEYVAL_INVALID) return Status::ok;
-    return PMPI_Comm_create_keyval(copy_cb, delete_cb, &g_keyval, nullptr) == MPI_SUCCESS ? Status::ok
+    return mpi_next::Comm_create_keyval(copy_cb, delete_cb, &g_keyval, nullptr) == MPI_SUCCESS ? Status::ok
                                                                                          : Status::mpi_error;
 }
 
 void state_keyval_free() {
-    if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
+    if (g_keyval != MPI_KEYVAL_INVALID) mpi_next::Comm_free_keyval(&g_keyval);
     g_keyval = MPI_KEYVAL_INVALID;
 }
 
@@ -166,22 +167,22 @@ CommState *state_get(MPI_Comm comm) {
     if (g_keyval == MPI_KEYVAL_INVALID) return nullptr;
     void *v = nullptr;
     int flag = 0;
-    if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) != MPI_SUCCESS) return nullptr;
+    if (mpi_next::Comm_get_attr(comm, g_keyval, &v, &flag) != MPI_SUCCESS) return nullptr;
     if (flag) return static_cast<CommState *>(v);
     std::lock_guard<std::mutex> lk(g_create_mu);
-    if (PMPI_Comm_get_attr(comm, g_keyval, &v, &flag) != MPI_SUCCESS) return nullptr;
+    if (mpi_next::Comm_get_attr(comm, g_keyval, &v, &flag) != MPI_SUCCESS) return nullptr;
     if (flag) return static_cast<CommState *>(v);
     auto st = std::make_unique<CommState>();
     int inter = 0;
-    PMPI_Comm_test_inter(comm, &inter);
+    mpi_next::Comm_test_inter(comm, &inter);
     st->inter = inter != 0;
-    PMPI_Comm_rank(comm, &st->rank);
-    PMPI_Comm_size(comm, &st->size);
+    mpi_next::Comm_rank(comm, &st->rank);
+    mpi_next::Comm_size(comm, &st->size);
     st->env_layer = g_env;
     st->settings = g_settings;
     st->mismatch = g_env_mismatch;
     st->fft = g_env_fft;
-    if (PMPI_Comm_set_attr(comm, g_keyval, st.get()) != MPI_SUCCESS) return nullptr;
+    if (mpi_next::Comm_set_attr(comm, g_keyval, st.get()) != MPI_SUCCESS) return nullptr;
     return st.release();
 }
 
@@ -200,7 +201,7 @@ namespace {
 /* Collective over comm: whether every rank holds h (false, with *rc, if MPI fails). */
 bool all_hold(MPI_Comm comm, uint64_t h, int *rc) {
     uint64_t v[2] = {h, ~h}, r[2];
-    *rc = PMPI_Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm);
+    *rc = mpi_next::Allreduce(v, r, 2, MPI_UINT64_T, MPI_MAX, comm);
     return *rc == MPI_SUCCESS && r[0] == h && r[1] == ~h;
 }
 
@@ -222,8 +223,8 @@ Status state_agree_error(MPI_Comm comm, const char *what, Status local, const st
     }
     if (same && h == 0) return Status::ok;
     int rank = 0, size = 1;
-    PMPI_Comm_rank(comm, &rank);
-    PMPI_Comm_size(comm, &size);
+    mpi_next::Comm_rank(comm, &rank);
+    mpi_next::Comm_size(comm, &size);
     if (same) {
         if (rank == 0) log_error_all(size, "%s", msg.c_str());
     } else if (h != 0) {
@@ -346,10 +347,10 @@ std::vector<std::pair<std::string, std::string>> state_effective_hints(CommState
 Status state_parse_info(MPI_Info info, SettingLayer *layer, std::string *err) {
     if (info == MPI_INFO_NULL) return Status::ok;
     int nkeys = 0;
-    if (PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS) return Status::mpi_error;
+    if (mpi_next::Info_get_nkeys(info, &nkeys) != MPI_SUCCESS) return Status::mpi_error;
     for (int i = 0; i < nkeys; ++i) {
         char key[MPI_MAX_INFO_KEY + 1];
-        if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS) return Status::mpi_error;
+        if (mpi_next::Info_get_nthkey(info, i, key) != MPI_SUCCESS) return Status::mpi_error;
         if (strncasecmp(key, "compmpi_", 8) != 0) continue;
         SettingId id;
         if (!setting_lookup(key, &id)) {

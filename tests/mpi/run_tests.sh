@@ -47,6 +47,7 @@ while read -r line; do
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
     genv=() rank0=() args=() expect_fail=0 expect_re="" count_n="" count_re="" wrap=() only="" optional=0 idle=0
+    before="" after=""
     for o in $opts; do
         case $o in
             only:*) only=${o#only:} ;;
@@ -55,6 +56,8 @@ while read -r line; do
             expect_fail) expect_fail=1 ;;
             optional) optional=1 ;;
             idle_sleep) idle=1 ;;
+            preload_before:*) before="${before:+$before }$top_builddir/${o#preload_before:}" ;;
+            preload_after:*) after="${after:+$after }$top_builddir/${o#preload_after:}" ;;
             expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
             expect_stderr_count:*) count_re=${o#expect_stderr_count:}; count_n=${count_re%%:*}
                                    count_re=${count_re#*:}; count_re=${count_re//\\s/[[:space:]]} ;;
@@ -78,9 +81,10 @@ while read -r line; do
     [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(COMPMPI_COST_MODEL=off)
     pre=${MPI_TEST_PRELOAD:-}
     [ $idle = 1 ] && pre="${pre:+$pre }$top_builddir/tests/mpi/.libs/idle_sleep.so"
+    [ -n "$before" ] && pre="${pre:+$pre }$before"
     case $mode in
-        preload) genv+=("LD_PRELOAD=${pre:+$pre }$lib") ;;
-        plain|link) [ $idle = 1 ] && genv+=("LD_PRELOAD=$pre") ;;
+        preload) genv+=("LD_PRELOAD=${pre:+$pre }$lib${after:+ $after}") ;;
+        plain|link) [ $idle = 1 ] || [ -n "$before$after" ] && genv+=("LD_PRELOAD=$pre${after:+${pre:+ }$after}") ;;
         *) echo "testlist: unknown mode '$mode'"; exit 2 ;;
     esac
     exe="$top_builddir/tests/mpi/$prog"
