@@ -19,18 +19,10 @@ const CodecOps &ops() {
     return *codec_by_id(static_cast<int>(CodecId::qsgd));
 }
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 std::vector<float> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<float> v(n);
-    for (auto &x : v) x = static_cast<float>(r.normal() * scale);
-    return v;
+    return testutil::normal_data<float>(n, seed, scale);
 }
 
 CodecParams params(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stream = 9) {
@@ -45,34 +37,13 @@ CodecParams params(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stream
 }
 
 std::vector<uint8_t> encode(const CodecParams &p, const std::vector<float> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st)
-        *st = s;
-    else
-        assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
-        out.resize(len);
-    }
-    return out;
+    return testutil::encode_checked(ops(), p, x, st);
 }
-
 std::vector<float> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<float> y(n + 1, 7.0f);
-    assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())), static_cast<int>(Status::ok));
-    assert_true(y[n] == 7.0f);
-    y.resize(n);
-    return y;
+    return testutil::decode_checked<float>(ops(), p, b, n);
 }
 
-float norm_of(const std::vector<uint8_t> &b, size_t j) {
-    float s;
-    std::memcpy(&s, b.data() + 4 * j, 4);
-    return s;
-}
+float norm_of(const std::vector<uint8_t> &b, size_t j) { return testutil::read_at<float>(b, j); }
 
 void given_any_path_and_threads_when_encoding_expect_identical_bytes(void **) {
     const size_t sizes[] = {0, 1, 7, 8, 9, 63, 64, 65, 129, 1000, 2561, 40960 * 3 + 77, 300007};
@@ -312,36 +283,15 @@ CodecParams params64(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stre
     return p;
 }
 std::vector<double> normal64(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<double> v(n);
-    for (auto &x : v) x = r.normal() * scale;
-    return v;
+    return testutil::normal_data<double>(n, seed, scale);
 }
 std::vector<uint8_t> encode64(const CodecParams &p, const std::vector<double> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st) *st = s;
-    else assert_int_equal(static_cast<int>(s), 0);
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
-        out.resize(len);
-    }
-    return out;
+    return testutil::encode_checked(ops(), p, x, st);
 }
 std::vector<double> decode64(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<double> y(n + 1, 7.0);
-    assert_int_equal(static_cast<int>(ops().decode64(b.data(), b.size(), n, p, y.data())), 0);
-    assert_true(y[n] == 7.0);
-    y.resize(n);
-    return y;
+    return testutil::decode_checked<double>(ops(), p, b, n);
 }
-double norm64_of(const std::vector<uint8_t> &b, size_t j) {
-    double s;
-    std::memcpy(&s, b.data() + 8 * j, 8);
-    return s;
-}
+double norm64_of(const std::vector<uint8_t> &b, size_t j) { return testutil::read_at<double>(b, j); }
 
 /* Independent reference: norm from long double sums (within 1e-12 of the codec's), then the
  * codec's norm for the codes; u24 = 256 a + b in full; fields written bit by bit. */

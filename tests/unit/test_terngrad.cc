@@ -19,24 +19,15 @@ using testutil::gradient_data;
 
 namespace {
 
-/* N(0, scale^2) without the extreme values of gradient_data (sums of P of them stay finite) */
 std::vector<float> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<float> v(n);
-    for (auto &x : v) x = static_cast<float>(r.normal() * scale);
-    return v;
+    return testutil::normal_data<float>(n, seed, scale);
 }
 
 const CodecOps &ops() {
     return *codec_by_id(static_cast<int>(CodecId::terngrad));
 }
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 CodecParams params(uint8_t variant, uint32_t bucket, float clip, uint64_t seed = 7, uint64_t stream = 11) {
     CodecParams p;
@@ -53,34 +44,13 @@ CodecParams params(uint8_t variant, uint32_t bucket, float clip, uint64_t seed =
 }
 
 std::vector<uint8_t> encode(const CodecParams &p, const std::vector<float> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st)
-        *st = s;
-    else
-        assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB); /* nothing past the payload */
-        out.resize(len);
-    }
-    return out;
+    return testutil::encode_checked(ops(), p, x, st);
 }
-
 std::vector<float> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<float> y(n + 1, 7.0f);
-    assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())), static_cast<int>(Status::ok));
-    assert_true(y[n] == 7.0f);
-    y.resize(n);
-    return y;
+    return testutil::decode_checked<float>(ops(), p, b, n);
 }
 
-float scaler(const std::vector<uint8_t> &b, size_t j) {
-    float s;
-    std::memcpy(&s, b.data() + 4 * j, 4);
-    return s;
-}
+float scaler(const std::vector<uint8_t> &b, size_t j) { return testutil::read_at<float>(b, j); }
 
 /* Population sigma as the codec defines it (double, then c * sigma rounded to fp32). */
 float clip_threshold(const float *x, size_t n, float c) {
@@ -868,36 +838,15 @@ CodecParams params64(uint8_t variant, uint32_t bucket, float clip, uint64_t seed
     return p;
 }
 std::vector<double> normal64(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<double> v(n);
-    for (auto &x : v) x = r.normal() * scale;
-    return v;
+    return testutil::normal_data<double>(n, seed, scale);
 }
 std::vector<uint8_t> encode64(const CodecParams &p, const std::vector<double> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st) *st = s;
-    else assert_int_equal(static_cast<int>(s), 0);
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
-        out.resize(len);
-    }
-    return out;
+    return testutil::encode_checked(ops(), p, x, st);
 }
 std::vector<double> decode64(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<double> y(n + 1, 7.0);
-    assert_int_equal(static_cast<int>(ops().decode64(b.data(), b.size(), n, p, y.data())), 0);
-    assert_true(y[n] == 7.0);
-    y.resize(n);
-    return y;
+    return testutil::decode_checked<double>(ops(), p, b, n);
 }
-double scaler64(const std::vector<uint8_t> &b, size_t j) {
-    double s;
-    std::memcpy(&s, b.data() + 8 * j, 8);
-    return s;
-}
+double scaler64(const std::vector<uint8_t> &b, size_t j) { return testutil::read_at<double>(b, j); }
 double clip64(const std::vector<double> &x, float c) { /* c sigma in double, in long double sums */
     long double sum = 0, sq = 0;
     for (double v : x) sum += v, sq += static_cast<long double>(v) * v;
