@@ -7,6 +7,7 @@
  * NaN/Inf) + convert pass; bf16 encode is one pass (no scale). */
 #include "fp16/fp16.h"
 
+#include "common/blocks.h"
 #include "common/maxabs.h"
 
 /* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
@@ -249,9 +250,7 @@ AVX512 void bf16_decode_avx512(const uint16_t *in, size_t n, float *out, bool ad
 }
 
 /* ---------------------------------------------------------------- dispatch + OpenMP */
-constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multiple of 32) */
-constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
-
+/* OpenMP: common/blocks.h's fixed blocks (a multiple of 32 elements) */
 bool has_f16c() {
     return cpu_has(CpuFeature::f16c);
 }
@@ -263,8 +262,6 @@ SimdLevel clamp_level(SimdLevel lvl) {
     return lvl;
 }
 
-size_t blocks(size_t n) { return (n + kBlock - 1) / kBlock; }
-
 }  // namespace
 
 bool bf16_native_available() {
@@ -273,14 +270,7 @@ bool bf16_native_available() {
 
 Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int threads) {
     lvl = clamp_level(lvl);
-    const bool par = n >= kParallelMin && threads > 1;
-    uint32_t mx = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        uint32_t m = maxabs::block(in + lo, len, lvl);
-        mx = std::max(mx, m);
-    }
+    const uint32_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= kExp) return Status::nonfinite;
     /* floor(log2(max)): the exponent field; denormals and 0 fall under the lower clamp */
     const int e = static_cast<int>(mx >> 23) - 127;
@@ -289,15 +279,13 @@ Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int t
     F16Enc c{std::ldexp(1.0f, -k), k == kMaxK ? kClampTop : 65504.0f};
     std::memcpy(out, &scale, kScaleBytes);
     uint16_t *h = reinterpret_cast<uint16_t *>(out + kScaleBytes);
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         switch (lvl) {
             case SimdLevel::avx512: f16_encode_avx512(in + lo, len, c, h + lo); break;
             case SimdLevel::avx2: f16_encode_avx2(in + lo, len, c, h + lo); break;
             default: f16_encode_scalar(in + lo, len, c, h + lo); break;
         }
-    }
+    });
     return Status::ok;
 }
 
@@ -309,15 +297,13 @@ Status fp16_decode(const uint8_t *in, size_t n, float *out, bool add, SimdLevel 
         return Status::corrupt;
     lvl = clamp_level(lvl);
     const uint16_t *h = reinterpret_cast<const uint16_t *>(in + kScaleBytes);
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         switch (lvl) {
             case SimdLevel::avx512: f16_decode_avx512(h + lo, len, s, out + lo, add); break;
             case SimdLevel::avx2: f16_decode_avx2(h + lo, len, s, out + lo, add); break;
             default: f16_decode_scalar(h + lo, len, s, out + lo, add); break;
         }
-    }
+    });
     return Status::ok;
 }
 
@@ -325,31 +311,25 @@ Status bf16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int t
     lvl = clamp_level(lvl);
     const bool native = bf16_native && lvl == SimdLevel::avx512 && bf16_native_available();
     uint16_t *h = reinterpret_cast<uint16_t *>(out);
-    int bad = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        bool r = native                      ? bf16_encode_native(in + lo, len, h + lo)
-                 : lvl == SimdLevel::avx512 ? bf16_encode_avx512(in + lo, len, h + lo)
-                 : lvl == SimdLevel::avx2   ? bf16_encode_avx2(in + lo, len, h + lo)
-                                            : bf16_encode_scalar(in + lo, len, h + lo);
-        bad |= r;
-    }
+    const bool bad = blocks::any_of(n, threads, [&](size_t lo, size_t len) {
+        return native                      ? bf16_encode_native(in + lo, len, h + lo)
+               : lvl == SimdLevel::avx512 ? bf16_encode_avx512(in + lo, len, h + lo)
+               : lvl == SimdLevel::avx2   ? bf16_encode_avx2(in + lo, len, h + lo)
+                                          : bf16_encode_scalar(in + lo, len, h + lo);
+    });
     return bad ? Status::nonfinite : Status::ok;
 }
 
 void bf16_decode(const uint8_t *in, size_t n, float *out, bool add, SimdLevel lvl, int threads) {
     lvl = clamp_level(lvl);
     const uint16_t *h = reinterpret_cast<const uint16_t *>(in);
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         switch (lvl) {
             case SimdLevel::avx512: bf16_decode_avx512(h + lo, len, out + lo, add); break;
             case SimdLevel::avx2: bf16_decode_avx2(h + lo, len, out + lo, add); break;
             default: bf16_decode_scalar(h + lo, len, out + lo, add); break;
         }
-    }
+    });
 }
 
 /* ---------------------------------------------------------------- CodecOps */

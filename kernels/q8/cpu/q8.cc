@@ -22,6 +22,7 @@
  */
 #include "q8/q8.h"
 
+#include "common/blocks.h"
 #include "common/maxabs.h"
 
 /* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
@@ -361,8 +362,7 @@ AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *o
 }
 
 /* ---------------------------------------------------------------- dispatch + OpenMP */
-constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multiple of 64) */
-constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
+using blocks::kBlock; /* elements per OpenMP work item (common/blocks.h) */
 
 void encode_block(const float *in, size_t n, const EncCtx &c, uint8_t *out, SimdLevel lvl) {
     if (c.divide) return encode_scalar(in, n, c, out);
@@ -387,14 +387,7 @@ bool type_ok(int type) { return type >= 0 && type < kNumTypes; }
 
 /* maxabs (bits) of the buffer, or nonfinite */
 Status scan_max(const float *in, size_t n, SimdLevel lvl, int threads, uint32_t *mx_out) {
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-    const bool par = n >= kParallelMin && threads > 1;
-    uint32_t mx = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        mx = std::max(mx, maxabs::block(in + lo, len, lvl));
-    }
+    const uint32_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= 0x7F800000u) return Status::nonfinite;
     *mx_out = mx;
     return Status::ok;
@@ -408,12 +401,7 @@ void encode_codes(const float *in, size_t n, int type, float scale, uint8_t *out
     c.divide = std::isinf(c.inv);
     std::memcpy(out, &scale, kScaleBytes);
     uint8_t *codes = out + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        encode_block(in + lo, len, c, codes + lo, lvl);
-    }
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) { encode_block(in + lo, len, c, codes + lo, lvl); });
 }
 
 }  // namespace
@@ -493,12 +481,7 @@ Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdL
     CMPI_CHECK(dec_ctx(in, type, &d));
     if (lvl > simd_detect()) lvl = simd_detect();
     const uint8_t *codes = in + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        decode_block(codes + lo, len, d, out + lo, add, lvl);
-    }
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) { decode_block(codes + lo, len, d, out + lo, add, lvl); });
     return Status::ok;
 }
 
@@ -512,13 +495,10 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *
      * from there into out with non-temporal stores: out is written once and never read, so
      * no read-for-ownership of its lines. The additions are the same, in the same order. */
     const bool nt = stream && cnt >= 2 && lvl == SimdLevel::avx512 && (reinterpret_cast<uintptr_t>(out) & 3) == 0;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         if (!nt) {
             for (int k = 0; k < cnt; ++k) decode_block(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
-            continue;
+            return;
         }
         static thread_local std::vector<float> acc; /* one block, grow-only */
         if (acc.size() < kBlock) acc.resize(kBlock);
@@ -531,7 +511,7 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *
         h = std::min(h, len);
         for (size_t i = 0; i < h; ++i) o[i] = acc[i] + bitsf(dl.tab[last[i]]);
         decode_avx512_t<true>(last + h, len - h, dl, o + h, true, acc.data() + h);
-    }
+    });
     return Status::ok;
 }
 
@@ -654,13 +634,7 @@ Status dec_ctx64(const uint8_t *in, int type, DecCtx64 *d) {
 Status scale_of(const double *in, size_t n, int type, SimdLevel lvl, int threads, float *scale_out) {
     if (!type_ok(type)) return Status::invalid_arg;
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-    uint64_t mx = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock;
-        mx = std::max(mx, maxabs::block(in + lo, std::min(kBlock, n - lo), lvl));
-    }
+    const uint64_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= 0x7FF0000000000000ull) return Status::nonfinite;
     double m;
     std::memcpy(&m, &mx, 8);
@@ -689,12 +663,8 @@ Status encode(const double *in, size_t n, int type, uint8_t *out, SimdLevel lvl,
     c.divide = false;
     std::memcpy(out, &scale, kScaleBytes);
     uint8_t *codes = out + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        encode_block64(in + lo, len, scale, c, codes + lo, lvl);
-    }
+    blocks::for_each(n, threads,
+                     [&](size_t lo, size_t len) { encode_block64(in + lo, len, scale, c, codes + lo, lvl); });
     return Status::ok;
 }
 
@@ -703,12 +673,8 @@ Status decode(const uint8_t *in, size_t n, int type, double *out, bool add, Simd
     CMPI_CHECK(dec_ctx64(in, type, &d));
     if (lvl > simd_detect()) lvl = simd_detect();
     const uint8_t *codes = in + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        decode_block64(codes + lo, len, d, out + lo, add, lvl);
-    }
+    blocks::for_each(n, threads,
+                     [&](size_t lo, size_t len) { decode_block64(codes + lo, len, d, out + lo, add, lvl); });
     return Status::ok;
 }
 
@@ -717,12 +683,9 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, double 
     std::vector<DecCtx64> d(static_cast<size_t>(cnt));
     for (int k = 0; k < cnt; ++k) CMPI_CHECK(dec_ctx64(in[k], type, &d[k]));
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         for (int k = 0; k < cnt; ++k) decode_block64(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
-    }
+    });
     return Status::ok;
 }
 
