@@ -34,6 +34,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/aligned_buf.h"
 #include "rangefloat/rangefloat.h"
 #include "topk/select.h"
 
@@ -43,30 +44,7 @@ namespace {
 using rf::f2u;
 using sparse::kSegWords;
 
-/* ---------------------------------------------------------------- buffers and plans */
-/* Grow-only 64-byte aligned buffer (kept per thread: large buffers are expensive to fault in
- * on every call). */
-template <class T> struct AlignedBuf {
-    T *p = nullptr;
-    size_t cap = 0;
-    AlignedBuf() = default;
-    AlignedBuf(const AlignedBuf &) = delete;
-    AlignedBuf &operator=(const AlignedBuf &) = delete;
-    ~AlignedBuf() { std::free(p); }
-    T *get(size_t n) {
-        if (n > cap || !p) { /* !p: get(0) on a fresh buffer is a buffer too (k = 0 blobs) */
-            std::free(p);
-            p = nullptr;
-            cap = 0;
-            void *q = nullptr;
-            if (posix_memalign(&q, 64, std::max<size_t>(n, 16) * sizeof(T)) != 0) return nullptr;
-            p = static_cast<T *>(q);
-            cap = std::max<size_t>(n, 16);
-        }
-        return p;
-    }
-};
-
+/* ---------------------------------------------------------------- plans */
 struct Plans {
     fftwf_plan r2c = nullptr, c2r = nullptr; /* in place */
     fftwf_plan c2r_oop = nullptr;             /* out of place: FFTW_ESTIMATE picks a faster c2r */
@@ -115,10 +93,9 @@ Plans plans_for(size_t len, float *aligned_buf, float *aligned_out = nullptr) {
  * none. Caller holds g_plan_mu. */
 bool make_plans_locked(size_t len, unsigned flags, Plans *out) {
     const size_t m = 2 * (len / 2 + 1);
-    void *qa = nullptr, *qo = nullptr;
-    if (posix_memalign(&qa, 64, m * sizeof(float)) != 0) return false;
-    if (posix_memalign(&qo, 64, m * sizeof(float)) != 0) { std::free(qa); return false; }
-    auto *a = static_cast<float *>(qa), *o = static_cast<float *>(qo);
+    AlignedBuf<float> qa, qo;
+    float *a = qa.get(m), *o = qo.get(m);
+    if (!a || !o) return false;
     std::memset(a, 0, m * sizeof(float));
     std::memset(o, 0, m * sizeof(float));
     auto *c = reinterpret_cast<fftwf_complex *>(a);
@@ -127,8 +104,6 @@ bool make_plans_locked(size_t len, unsigned flags, Plans *out) {
     p.r2c = fftwf_plan_dft_r2c_1d(n, a, c, flags);
     p.c2r = p.r2c ? fftwf_plan_dft_c2r_1d(n, c, a, flags) : nullptr;
     p.c2r_oop = p.c2r ? fftwf_plan_dft_c2r_1d(n, c, o, flags | FFTW_DESTROY_INPUT) : nullptr;
-    std::free(qa);
-    std::free(qo);
     if (p.r2c && p.c2r && p.c2r_oop) {
         *out = p;
         return true;
