@@ -23,6 +23,7 @@
 #include <fftw3.h>
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <climits>
 #include <cmath>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "common/aligned_buf.h"
+#include "common/maxabs.h"
 #include "fft_topk/fft_topk.h"
 #include "rangefloat/rangefloat.h"
 #include "topk/select.h"
@@ -69,11 +71,7 @@ Plans64 plans64_for(size_t len) {
     return p;
 }
 
-inline uint64_t dbits(double d) {
-    uint64_t u;
-    std::memcpy(&u, &d, 8);
-    return u;
-}
+inline uint64_t dbits(double d) { return std::bit_cast<uint64_t>(d); }
 void put64(uint8_t *p, uint64_t v) { std::memcpy(p, &v, 8); }
 uint64_t get64(const uint8_t *p) {
     uint64_t v;
@@ -161,14 +159,9 @@ Status encode(const double *in, size_t n, int N, uint32_t param, double theta, u
 
     /* max|x| and NaN/Inf */
     const bool par = n >= sparse::kParallelMin && threads > 1;
-    uint64_t amax = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : amax) if (par)
-    for (size_t s = 0; s < sparse::segs_of(n); ++s)
-        for (size_t i = s * sparse::kSegPos, hi = std::min(n, i + sparse::kSegPos); i < hi; ++i)
-            amax = std::max<uint64_t>(amax, dbits(in[i]) & 0x7FFFFFFFFFFFFFFFull);
+    const uint64_t amax = maxabs::parallel(in, n, lvl, threads);
     if (amax >= 0x7FF0000000000000ull) return Status::nonfinite;
-    double xmax;
-    std::memcpy(&xmax, &amax, 8);
+    const double xmax = std::bit_cast<double>(amax);
     if (8.0 * static_cast<double>(L.C) * xmax > kOutBound64) return Status::unsupported;
     const int pre = xmax > 0 ? std::ilogb(xmax) : 0; /* the transform runs on x 2^-pre: |x| < 2 */
     const int16_t sc16 = static_cast<int16_t>(pre);

@@ -19,6 +19,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -30,16 +31,8 @@ constexpr int kMinK = -126, kMaxK = 113;     /* scale 2^k, see fp16.h */
 constexpr float kClampTop = 32752.0f;        /* largest fp16 below 2^15 */
 constexpr uint32_t kBf16Sat = 0x7F7F7FFFu;   /* largest fp32 that rounds to bf16 0x7F7F */
 
-inline uint32_t fbits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float bitsf(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+inline uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bitsf(uint32_t u) { return std::bit_cast<float>(u); }
 
 }  // namespace
 

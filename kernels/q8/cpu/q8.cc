@@ -34,6 +34,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -75,16 +76,8 @@ Rule rule_of(int type) {
     std::abort();
 }
 
-inline uint32_t fbits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float bitsf(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+inline uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bitsf(uint32_t u) { return std::bit_cast<float>(u); }
 
 struct Tables {
     float mag[kNumTypes][128];
@@ -636,8 +629,7 @@ Status scale_of(const double *in, size_t n, int type, SimdLevel lvl, int threads
     if (lvl > simd_detect()) lvl = simd_detect();
     const uint64_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= 0x7FF0000000000000ull) return Status::nonfinite;
-    double m;
-    std::memcpy(&m, &mx, 8);
+    const double m = std::bit_cast<double>(mx);
     if (m > static_cast<double>(FLT_MAX)) return Status::nonfinite; /* no fp32 scale holds it: exact path */
     float scale = ru_float(m);
     if (has_offset(type)) {

@@ -18,6 +18,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -369,8 +370,7 @@ Status qs_reduced_params(const CodecParams &p, CodecParams *out) {
 bool norm64(const double *v, size_t cnt, double *N) {
     const uint64_t m = maxabs::scalar(v, cnt);
     if (m >= 0x7FF0000000000000ull) return false;
-    double mx;
-    std::memcpy(&mx, &m, 8);
+    const double mx = std::bit_cast<double>(m);
     if (!(mx > 0)) {
         *N = 0;
         return true;
