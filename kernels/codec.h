@@ -50,6 +50,9 @@ inline constexpr uint64_t kBlobMaxCount = uint64_t{1} << 56;
 enum class Elem : uint8_t { f32 = 0, f64 = 1 };
 inline constexpr size_t elem_bytes(Elem e) { return e == Elem::f64 ? 8 : 4; }
 inline const char *elem_name(Elem e) { return e == Elem::f64 ? "fp64" : "fp32"; }
+/* The element type of float or double data */
+inline constexpr Elem elem_of(const float *) { return Elem::f32; }
+inline constexpr Elem elem_of(const double *) { return Elem::f64; }
 
 /* Everything a codec needs besides the data. bits/variant/param travel in the header;
  * the rest is encode-side context only. */

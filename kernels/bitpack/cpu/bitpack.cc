@@ -430,9 +430,6 @@ void decode(const uint8_t *in, size_t n, int k, double *out, bool add, SimdLevel
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
-
 /* fp32: 8..32 bits, fp64: 16..64 bits, in whole bytes */
 Status bp_check(const CodecParams &p) {
     const bool d = p.elem == Elem::f64;

@@ -831,8 +831,6 @@ size_t ft_max_payload(size_t n, const CodecParams &p) {
     const Layout L = layout(n, p.param);
     return payload_bytes(L, sparse::keep_count(L.C, theta), p.bits);
 }
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
 template <class T> Status ft_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(ft_check(p));
     if (p.elem != elem_of(in)) return Status::invalid_arg;

@@ -688,8 +688,6 @@ Status q8_check(const CodecParams &p) {
     if (p.bits != 8 || !type_ok(p.variant) || p.param != 0) return Status::invalid_arg;
     return Status::ok;
 }
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
 /* both element types: the same payload, 4-byte fp32 scale + n codes */
 size_t q8_max_payload(size_t n, const CodecParams &) { return kScaleBytes + n; }
 template <class T>

@@ -550,9 +550,6 @@ Status decode(const uint8_t *in, size_t len, size_t n, double *out, bool add, Si
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
-
 Status tk_check(const CodecParams &p) {
     return p.bits == 0 && p.variant == 0 && p.param == 0 ? Status::ok : Status::invalid_arg;
 }
