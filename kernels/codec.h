@@ -172,6 +172,18 @@ struct CodecOps {
     bool (*variable_payload)(const CodecParams &p);
 };
 
+/* CodecOps::decode and decode_add (decode64, decode_add64) of a codec whose decoder of
+ * floats or doubles (T) takes an add flag: Decode(..., out, false) and Decode(..., acc, true). */
+template <class T, Status (*Decode)(const uint8_t *, size_t, size_t, const CodecParams &, T *, bool)>
+struct DecodeOps {
+    static Status decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
+        return Decode(in, len, n, p, out, false);
+    }
+    static Status decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
+        return Decode(in, len, n, p, acc, true);
+    }
+};
+
 /* Whether a payload of codec c with parameters p may be shorter than max_payload (its size
  * depends on the data): every CODEC_SPARSE codec, and a CODEC_VARIABLE_VARIANT codec for the
  * variants it names. Otherwise max_payload is the exact size and blob_peek insists on it. */

@@ -345,12 +345,7 @@ Status f16_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPar
     if (h_check(p) != Status::ok || n > (SIZE_MAX - kScaleBytes) / 2 || len != kScaleBytes + 2 * n) return Status::corrupt;
     return fp16_decode(in, n, out, add, p.simd, p.threads);
 }
-Status f16_decode_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return f16_decode_common(in, len, n, p, out, false);
-}
-Status f16_decode_add_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return f16_decode_common(in, len, n, p, acc, true);
-}
+using F16Decode = DecodeOps<float, f16_decode_common>;
 
 Status b16_encode_op(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(h_check(p));
@@ -364,12 +359,7 @@ Status b16_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPar
     bf16_decode(in, n, out, add, p.simd, p.threads);
     return Status::ok;
 }
-Status b16_decode_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return b16_decode_common(in, len, n, p, out, false);
-}
-Status b16_decode_add_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return b16_decode_common(in, len, n, p, acc, true);
-}
+using B16Decode = DecodeOps<float, b16_decode_common>;
 
 }  // namespace
 }  // namespace compmpi::half
@@ -380,15 +370,15 @@ extern const CodecOps codec_fp16_ops = {
     "IEEE half precision, round to nearest even, after a power-of-two scale that keeps max|x| in [2^14, 2^15)",
     0,
     16, 16, 16, 16,
-    half::h_check, half::f16_max_payload, nullptr, half::f16_encode_op, half::f16_decode_op,
-    half::f16_decode_add_op, nullptr,
+    half::h_check, half::f16_max_payload, nullptr, half::f16_encode_op,
+    half::F16Decode::decode, half::F16Decode::decode_add, nullptr,
 };
 extern const CodecOps codec_bf16_ops = {
     CodecId::bf16, "bf16",
     "bfloat16, round to nearest even (fp32 denormals to zero, no rounding up to Inf)",
     0,
     16, 16, 16, 16,
-    half::h_check, half::b16_max_payload, nullptr, half::b16_encode_op, half::b16_decode_op,
-    half::b16_decode_add_op, nullptr,
+    half::h_check, half::b16_max_payload, nullptr, half::b16_encode_op,
+    half::B16Decode::decode, half::B16Decode::decode_add, nullptr,
 };
 }  // namespace compmpi

@@ -716,12 +716,7 @@ template <class T> Status q8_decode_common(const uint8_t *in, size_t len, size_t
     if (len != kScaleBytes + n || len < n) return Status::corrupt;
     return decode(in, n, p.variant, out, add, p.simd, p.threads);
 }
-template <class T> Status q8_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
-    return q8_decode_common(in, len, n, p, out, false);
-}
-template <class T> Status q8_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
-    return q8_decode_common(in, len, n, p, acc, true);
-}
+template <class T> using Q8Decode = DecodeOps<T, q8_decode_common<T>>;
 
 }  // namespace
 }  // namespace compmpi::q8
@@ -733,11 +728,11 @@ extern const CodecOps codec_q8_ops = {
     "nearest), max-abs or exponent-offset scale; q8_type selects",
     0,
     8, 8, 8, 8,
-    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode<float>, q8::q8_decode<float>,
-    q8::q8_decode_add<float>, nullptr, q8::q8_decode_sum<float>, q8::q8_whole_scale<float>,
+    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode<float>, q8::Q8Decode<float>::decode,
+    q8::Q8Decode<float>::decode_add, nullptr, q8::q8_decode_sum<float>, q8::q8_whole_scale<float>,
     /* fp64: the fp32 payload (fp32 scale, the same codes), decided on the double |x| / s */
     8, 8, 8, 8,
-    nullptr, q8::q8_encode<double>, q8::q8_decode<double>, q8::q8_decode_add<double>, q8::q8_decode_sum<double>,
-    q8::q8_whole_scale<double>,
+    nullptr, q8::q8_encode<double>, q8::Q8Decode<double>::decode, q8::Q8Decode<double>::decode_add,
+    q8::q8_decode_sum<double>, q8::q8_whole_scale<double>,
 };
 }  // namespace compmpi

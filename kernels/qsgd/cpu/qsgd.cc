@@ -323,12 +323,7 @@ Status qs_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
     return Status::ok;
 }
 
-Status qs_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return qs_decode_common(in, len, n, p, out, false);
-}
-Status qs_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return qs_decode_common(in, len, n, p, acc, true);
-}
+using QsDecode = DecodeOps<float, qs_decode_common>;
 /* The sum of cnt payloads in index order, block by block (the bits of decode + decode_add). */
 Status qs_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
     CMPI_CHECK(qs_check(p));
@@ -554,12 +549,10 @@ Status qs_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, siz
                        double *out) {
     return decode_sum64(in, len, cnt, n, p, out, false);
 }
-Status qs_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    return decode_sum64(&in, &len, 1, n, p, out, false);
+Status qs_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
+    return decode_sum64(&in, &len, 1, n, p, out, add);
 }
-Status qs_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    return decode_sum64(&in, &len, 1, n, p, acc, true);
-}
+using QsDecode64 = DecodeOps<double, qs_decode_common64>;
 
 }  // namespace
 }  // namespace compmpi::qsgd
@@ -578,8 +571,8 @@ extern const CodecOps codec_qsgd_ops = {
     qsgd::qs_max_payload,
     nullptr,
     qsgd::qs_encode,
-    qsgd::qs_decode,
-    qsgd::qs_decode_add,
+    qsgd::QsDecode::decode,
+    qsgd::QsDecode::decode_add,
     qsgd::qs_reduced_params,
     qsgd::qs_decode_sum,
     nullptr,
@@ -590,8 +583,8 @@ extern const CodecOps codec_qsgd_ops = {
     1,
     nullptr,
     qsgd::qs_encode64,
-    qsgd::qs_decode64,
-    qsgd::qs_decode_add64,
+    qsgd::QsDecode64::decode,
+    qsgd::QsDecode64::decode_add,
     qsgd::qs_decode_sum64,
     nullptr,
 };

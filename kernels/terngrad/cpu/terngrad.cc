@@ -788,12 +788,7 @@ Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
     return Status::ok;
 }
 
-Status tg_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return tg_decode_common(in, len, n, p, out, false);
-}
-Status tg_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return tg_decode_common(in, len, n, p, acc, true);
-}
+using TgDecode = DecodeOps<float, tg_decode_common>;
 /* The sum of cnt payloads in index order, block by block (the bits of decode + decode_add). */
 Status tg_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
     if (cnt < 1) return Status::invalid_arg;
@@ -1171,12 +1166,10 @@ Status tg_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, siz
                        double *out) {
     return decode_sum64(in, len, cnt, n, p, out, false);
 }
-Status tg_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    return decode_sum64(&in, &len, 1, n, p, out, false);
+Status tg_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
+    return decode_sum64(&in, &len, 1, n, p, out, add);
 }
-Status tg_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    return decode_sum64(&in, &len, 1, n, p, acc, true);
-}
+using TgDecode64 = DecodeOps<double, tg_decode_common64>;
 
 
 }  // namespace
@@ -1204,8 +1197,8 @@ extern const CodecOps codec_terngrad_ops = {
     terngrad::tg_max_payload,
     terngrad::tg_prepare,
     terngrad::tg_encode,
-    terngrad::tg_decode,
-    terngrad::tg_decode_add,
+    terngrad::TgDecode::decode,
+    terngrad::TgDecode::decode_add,
     terngrad::tg_reduced_params,
     terngrad::tg_decode_sum,
     nullptr,
@@ -1216,8 +1209,8 @@ extern const CodecOps codec_terngrad_ops = {
     1,
     terngrad::tg_prepare64,
     terngrad::tg_encode64,
-    terngrad::tg_decode64,
-    terngrad::tg_decode_add64,
+    terngrad::TgDecode64::decode,
+    terngrad::TgDecode64::decode_add,
     terngrad::tg_decode_sum64,
     nullptr,
 };
