@@ -836,17 +836,16 @@ template <class T> Status ft_encode(const T *in, size_t n, const CodecParams &p,
     if (p.elem != elem_of(in)) return Status::invalid_arg;
     return encode(in, n, p.bits, p.param, p.theta, out, cap, len, p.simd, p.threads, p.variant);
 }
-/* decode, decode_add and decode_sum of floats or doubles (T); floats may stream the output */
-template <class T> Status ft_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
+/* decode (add: decode_add) and decode_sum of floats or doubles (T); floats may stream the output
+ * (not onto an accumulator: stream_out has no effect with add) */
+template <class T>
+Status ft_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out, bool add) {
     if (ft_check(p) != Status::ok || p.elem != elem_of(out)) return Status::corrupt;
     if constexpr (sizeof(T) == 4)
-        return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, p.stream_out);
-    else return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
+        return decode(in, len, n, p.bits, p.param, out, add, p.simd, p.threads, p.variant, p.stream_out);
+    else return decode(in, len, n, p.bits, p.param, out, add, p.simd, p.threads, p.variant);
 }
-template <class T> Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
-    if (ft_check(p) != Status::ok || p.elem != elem_of(acc)) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
-}
+template <class T> using FtDecode = DecodeOps<T, ft_decode_common<T>>;
 template <class T>
 Status ft_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, T *out) {
     if (ft_check(p) != Status::ok || p.elem != elem_of(out)) return Status::corrupt;
@@ -865,11 +864,11 @@ extern const CodecOps codec_fft_topk_ops = {
     "FFT sparsification (Wang et al.): keep the top (1-theta) frequencies, range-based N-bit float, bitmap + codes",
     CODEC_SPARSE,
     fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
-    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode<float>, fft_topk::ft_decode<float>,
-    fft_topk::ft_decode_add<float>, nullptr, fft_topk::ft_decode_sum<float>, nullptr,
+    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode<float>,
+    fft_topk::FtDecode<float>::decode, fft_topk::FtDecode<float>::decode_add, nullptr, fft_topk::ft_decode_sum<float>, nullptr,
     /* fp64: FFTW double transforms, the same layout and quantiser (bytes 12..13: int16 sc) */
     fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
-    nullptr, fft_topk::ft_encode<double>, fft_topk::ft_decode<double>, fft_topk::ft_decode_add<double>,
+    nullptr, fft_topk::ft_encode<double>, fft_topk::FtDecode<double>::decode, fft_topk::FtDecode<double>::decode_add,
     fft_topk::ft_decode_sum<double>, nullptr,
 };
 }  // namespace compmpi
