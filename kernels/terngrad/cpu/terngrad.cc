@@ -1171,7 +1171,6 @@ Status tg_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecPa
 }
 using TgDecode64 = DecodeOps<double, tg_decode_common64>;
 
-
 }  // namespace
 
 int level_bits(int nranks) {
