@@ -101,8 +101,6 @@ Status decode_elems(const CodecOps &c, const CodecParams &p, const uint8_t *in, 
                     bool add) {
     return add ? c.decode_add64(in, len, n, p, out) : c.decode64(in, len, n, p, out);
 }
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
 
 template <class T>
 Status blob_encode_t(const CodecOps &c, const CodecParams &p, const T *in, size_t n, uint8_t *out, size_t cap,

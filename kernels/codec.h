@@ -50,6 +50,9 @@ inline constexpr uint64_t kBlobMaxCount = uint64_t{1} << 56;
 enum class Elem : uint8_t { f32 = 0, f64 = 1 };
 inline constexpr size_t elem_bytes(Elem e) { return e == Elem::f64 ? 8 : 4; }
 inline const char *elem_name(Elem e) { return e == Elem::f64 ? "fp64" : "fp32"; }
+/* The element type of float or double data */
+inline constexpr Elem elem_of(const float *) { return Elem::f32; }
+inline constexpr Elem elem_of(const double *) { return Elem::f64; }
 
 /* Everything a codec needs besides the data. bits/variant/param travel in the header;
  * the rest is encode-side context only. */
@@ -167,6 +170,18 @@ struct CodecOps {
     /* Optional (CODEC_VARIABLE_VARIANT): whether payloads with these parameters (bits, variant,
      * param, elem) vary in size with the data. nullptr: the flag CODEC_SPARSE alone says. */
     bool (*variable_payload)(const CodecParams &p);
+};
+
+/* CodecOps::decode and decode_add (decode64, decode_add64) of a codec whose decoder of
+ * floats or doubles (T) takes an add flag: Decode(..., out, false) and Decode(..., acc, true). */
+template <class T, Status (*Decode)(const uint8_t *, size_t, size_t, const CodecParams &, T *, bool)>
+struct DecodeOps {
+    static Status decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
+        return Decode(in, len, n, p, out, false);
+    }
+    static Status decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
+        return Decode(in, len, n, p, acc, true);
+    }
 };
 
 /* Whether a payload of codec c with parameters p may be shorter than max_payload (its size

@@ -146,6 +146,14 @@ __host__ __device__ inline float fsub(float a, float b) {
     return a - b;
 #endif
 }
+/* out[0..4) = v, or out[0..4) + v lane by lane (add: decode_add's fadd) */
+__host__ __device__ inline void store4(float *out, float4 v, bool add) {
+    if (add) {
+        const float4 o = load_vec<float4>(out);
+        v = make_float4(fadd(o.x, v.x), fadd(o.y, v.y), fadd(o.z, v.z), fadd(o.w, v.w));
+    }
+    store_vec(out, v);
+}
 
 /* Decode bodies of the sparse formats (sparse, topk): out[i] = (or +=) the fp32 stored at
  * vals + 4 i (4-byte aligned on the device: a payload offset of 4 or 16), and zeroing. */

@@ -1,6 +1,6 @@
 /* Max of |x| over fp32 (fp64) data, as the bit pattern of |x| (NaN/Inf compare above every finite
  * value, so one scan also finds them). Scalar, AVX2 and AVX-512 give the same result; used
- * by the codecs that normalise by max-abs (q8, fp16). */
+ * by the codecs that normalise by max-abs (q8, fp16) and the fp64 codecs' NaN/Inf scans. */
 #pragma once
 #include <immintrin.h>
 
@@ -8,17 +8,23 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "common/blocks.h"
 #include "simd.h"
 
 namespace compmpi::maxabs {
 
-inline uint32_t scalar(const float *in, size_t n) {
-    uint32_t m = 0;
+/* The bit pattern of |x| for T = float (uint32_t) or double (uint64_t) */
+template <class T> using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+
+template <class T> inline Bits<T> scalar(const T *in, size_t n) {
+    constexpr Bits<T> abs = ~Bits<T>{0} >> 1;
+    Bits<T> m = 0;
     for (size_t i = 0; i < n; ++i) {
-        uint32_t u;
-        std::memcpy(&u, in + i, 4);
-        m = std::max(m, u & 0x7FFFFFFFu);
+        Bits<T> u;
+        std::memcpy(&u, in + i, sizeof(T));
+        m = std::max<Bits<T>>(m, u & abs);
     }
     return m;
 }
@@ -49,25 +55,7 @@ __attribute__((target("avx512f"))) inline uint32_t avx512(const float *in, size_
     return std::max(scalar(in + i, n - i), _mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)));
 }
 
-/* One block on the given path (the caller clamps lvl to simd_detect()). */
-inline uint32_t block(const float *in, size_t n, SimdLevel lvl) {
-    switch (lvl) {
-        case SimdLevel::avx512: return avx512(in, n);
-        case SimdLevel::avx2: return avx2(in, n);
-        default: return scalar(in, n);
-    }
-}
-
 /* ---- doubles: the |x| bit pattern as uint64 (NaN/Inf: >= 0x7FF0000000000000) */
-inline uint64_t scalar(const double *in, size_t n) {
-    uint64_t m = 0;
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t u;
-        std::memcpy(&u, in + i, 8);
-        m = std::max<uint64_t>(m, u & 0x7FFFFFFFFFFFFFFFull);
-    }
-    return m;
-}
 
 __attribute__((target("avx2"))) inline uint64_t avx2(const double *in, size_t n) {
     /* |x| patterns are below 2^63: the signed 64-bit compare orders them */
@@ -98,12 +86,23 @@ __attribute__((target("avx512f"))) inline uint64_t avx512(const double *in, size
     return std::max(scalar(in + i, n - i), static_cast<uint64_t>(_mm512_reduce_max_epu64(_mm512_max_epu64(m0, m1))));
 }
 
-inline uint64_t block(const double *in, size_t n, SimdLevel lvl) {
+/* One block on the given path (the caller clamps lvl to simd_detect()). */
+template <class T> inline Bits<T> block(const T *in, size_t n, SimdLevel lvl) {
     switch (lvl) {
         case SimdLevel::avx512: return avx512(in, n);
         case SimdLevel::avx2: return avx2(in, n);
         default: return scalar(in, n);
     }
+}
+
+/* The whole buffer in blocks.h's fixed blocks, in parallel above its kParallelMin. */
+template <class T> Bits<T> parallel(const T *in, size_t n, SimdLevel lvl, int threads) {
+    using blocks::kBlock;
+    const size_t nblocks = (n + kBlock - 1) / kBlock;
+    Bits<T> m = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : m) if (n >= blocks::kParallelMin && threads > 1)
+    for (size_t b = 0; b < nblocks; ++b) m = std::max(m, block(in + b * kBlock, std::min(kBlock, n - b * kBlock), lvl));
+    return m;
 }
 
 }  // namespace compmpi::maxabs

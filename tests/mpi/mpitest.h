@@ -13,6 +13,13 @@
 
 static int mt_errors = 0;
 
+/* MPI_Init, then this process's rank in MPI_COMM_WORLD and its size. */
+static inline void mt_init(int *argc, char ***argv, int *rank, int *size) {
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
 #define MT_CHECK(cond, ...)                                                       \
     do {                                                                          \
         if (!(cond)) {                                                            \

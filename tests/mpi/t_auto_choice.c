@@ -38,9 +38,7 @@ static MPI_Comm comm_alg(const char *alg, const char *ab) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    mt_init(&argc, &argv, &R, &P);
     int skewed = 0;
     const char *fixed = NULL;
     for (int a = 1; a < argc; ++a) {

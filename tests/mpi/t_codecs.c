@@ -26,9 +26,7 @@ static double rel_l2(const float *y, const double *exact, size_t n) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    mt_init(&argc, &argv, &R, &P);
     const size_t n = 100003;
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *all = malloc(n * P * sizeof(float));
     double *exact = calloc(n, sizeof(double)), *ref = malloc(n * sizeof(double)), *refall = malloc(n * P * sizeof(double));

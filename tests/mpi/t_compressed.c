@@ -80,9 +80,7 @@ static void check_bcast_allgather(MPI_Comm comm, size_t n, int bits, uint64_t se
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    mt_init(&argc, &argv, &R, &P);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     set(comm, "policy", "static");

@@ -26,10 +26,8 @@ static void late(int us) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     float *in = malloc(kN * sizeof(float)), *out = malloc(kN * sizeof(float)), *ref = malloc(kN * sizeof(float));
     mt_fill(in, kN, 5, rank);
     int exact = 0;

@@ -16,10 +16,8 @@
 enum { kIters = 18, kExplore = 8, kSizes = 3 };
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const double bound = argc > 1 ? atof(argv[1]) : 0.01; /* relative l2 error of a compressed call */
     const size_t sizes[kSizes] = {4096, 65536, 262144}; /* floats: 16 KiB, 256 KiB, 1 MiB */
     const size_t nmax = sizes[kSizes - 1] * (size_t)size;

@@ -100,10 +100,8 @@ static void reduce_scatter_cases(MPI_Comm plain, MPI_Comm ef, const float *x, fl
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const int n = 40000, T = 64;
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
     double *mean = malloc(n * sizeof(double)), *exact = calloc(n, sizeof(double));

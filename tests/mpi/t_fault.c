@@ -102,10 +102,8 @@ int main(int argc, char **argv) {
         }
     }
     mt_watchdog("t_fault", 120);
-    MPI_Init(&argc, &argv);
     int size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &g_rank, &size);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     if (!strcmp(errors, "return")) {

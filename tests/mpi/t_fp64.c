@@ -104,9 +104,7 @@ static void one(MPI_Comm c, MPI_Comm ref, int coll, int form, int bits, int near
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
+    mt_init(&argc, &argv, &R, &P);
     MPI_Type_contiguous(3, MPI_DOUBLE, &tvec);
     MPI_Type_commit(&tvec);
     MPI_Comm c, ref;

@@ -206,9 +206,7 @@ static void check_auto(MPI_Comm cs[3], size_t n, const char *node_size, int want
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    mt_init(&argc, &argv, &R, &P);
     for (Q = 1; Q * 2 <= P; Q *= 2) {}
     for (K = 0; (1 << K) < Q; ++K) {}
     REM = P - Q;

@@ -234,10 +234,8 @@ static void other_info_calls(int rank) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     MPI_Comm a, b, c;
     MPI_Comm_dup(MPI_COMM_WORLD, &a);
     MPI_Comm_set_errhandler(a, MPI_ERRORS_RETURN);

@@ -203,8 +203,8 @@ static void nonfinite(MPI_Comm comm) {
     free(all); free(allref); free(x); free(y); free(ref);
 }
 
-/* 20 calls with awp (its own state per call key): identical bits on every rank each time. */
-static void awp_loop(void) {
+/* A duplicate of MPI_COMM_WORLD under awp with the custom settings of both awp tests. */
+static MPI_Comm awp_comm(void) {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     set(comm, "policy", "awp");
@@ -212,6 +212,12 @@ static void awp_loop(void) {
     set(comm, "awp_threshold", "0.5");
     set(comm, "awp_interval", "3");
     set(comm, "min_bytes", "0");
+    return comm;
+}
+
+/* 20 calls with awp (its own state per call key): identical bits on every rank each time. */
+static void awp_loop(void) {
+    MPI_Comm comm = awp_comm();
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
     for (int it = 0; it < 20; ++it) {
         mt_fill(x, N, 1000, R);
@@ -371,13 +377,7 @@ static void persistent(MPI_Comm comm, int rounds) {
 
 /* awp state per persistent request: 20 starts, identical bits on every rank each time. */
 static void persistent_awp(void) {
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    set(comm, "policy", "awp");
-    set(comm, "awp_preset", "custom");
-    set(comm, "awp_threshold", "0.5");
-    set(comm, "awp_interval", "3");
-    set(comm, "min_bytes", "0");
+    MPI_Comm comm = awp_comm();
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
     MPI_Request req;
     MPI_Allreduce_init(x, y, N, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &req);

@@ -53,10 +53,8 @@ static double env_num(const char *name, double dflt) {
 
 int main(int argc, char **argv) {
     alarm(300); /* a hang is a failure, well before the runner's 600 s timeout */
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const char *coll = argc > 1 ? argv[1] : "bcast";
     const int constant = argc > 2 && strcmp(argv[2], "const") == 0;
     const int nbuf = rank + 1 < 4 ? rank + 1 : 4;

@@ -7,10 +7,8 @@
 #include "mpitest.h"
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     size_t n = 1000003;
     int bits = 0;
     for (int a = 1; a < argc; ++a) {

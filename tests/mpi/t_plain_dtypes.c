@@ -203,9 +203,7 @@ static void t_allreduce(const MPI_Datatype *types, int ntypes, int inplace, int 
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     n = argc > 1 ? (size_t)atol(argv[1]) : 65536;
     n &= ~(size_t)1;
     int real4 = 0;

@@ -165,9 +165,7 @@ static void check(struct Slot *s, enum Form f, enum Coll c, size_t n, int root, 
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--all-exact")) mode = 1;
         else if (!strcmp(argv[i], "--compressed")) mode = 2;

@@ -19,10 +19,8 @@ static MPI_Comm comm_with(const char *codec, const char *chunk) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const int preloaded = argc > 1 && !strcmp(argv[1], "--preloaded");
     const int n = 300007; /* 18 segments of 64 KiB (16384 floats) and a shorter last one */
     float *x = malloc(sizeof(float) * n), *one = malloc(sizeof(float) * n), *seg = malloc(sizeof(float) * n);

@@ -8,10 +8,8 @@
 #include "mpitest.h"
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     int exact = argc > 1 && strcmp(argv[1], "--exact") == 0;
     int nonfinite_only = argc > 1 && strcmp(argv[1], "--nonfinite-only") == 0;
     const int n = 300000;

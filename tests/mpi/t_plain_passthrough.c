@@ -10,10 +10,8 @@ static void check_same(const void *a, const void *b, size_t bytes, const char *w
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     float *f = malloc(N * sizeof(float) * 2), *g = malloc(N * sizeof(float) * 2);
     float *fa = malloc(N * sizeof(float) * size * 2), *fb = malloc(N * sizeof(float) * size * 2);
     double *d = malloc(N * sizeof(double)), *e = malloc(N * sizeof(double)), *din = malloc(N * sizeof(double));

@@ -398,9 +398,7 @@ static void test_nb_c(void) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     for (int i = 1; i < argc; ++i) {
         if (strncmp(argv[i], "tol=", 4) == 0) tol = atof(argv[i] + 4);
         else if (strncmp(argv[i], "bits=", 5) == 0) bits = atoi(argv[i] + 5);

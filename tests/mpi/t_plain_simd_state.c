@@ -30,10 +30,8 @@ static int upper_state(void) {
     } while (0)
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const int expect_lossy = argc > 1 && !strcmp(argv[1], "--expect-lossy");
     unsigned a, b, c, d;
     xinuse_ok = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27)) && (c & (1u << 28)) &&

@@ -33,10 +33,8 @@ static int run_exact(MPI_Comm comm, int inplace) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const int preloaded = argc > 1 && !strcmp(argv[1], "--preloaded");
     x = malloc(sizeof(float) * n), y = malloc(sizeof(float) * n), exact = malloc(sizeof(float) * n);
     float *other = malloc(sizeof(float) * n);

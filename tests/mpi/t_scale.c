@@ -373,9 +373,7 @@ static void stamp(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    mt_init(&argc, &argv, &R, &P);
     T0 = MPI_Wtime();
     int quick = 0;
     for (int a = 1; a < argc; ++a) {

@@ -334,9 +334,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     const double t0 = MPI_Wtime();
 
     /* hundreds of distinct buffers (inputs and outputs), allocated separately */

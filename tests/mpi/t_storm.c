@@ -274,9 +274,7 @@ int main(int argc, char **argv) {
         }
     }
     mt_watchdog("t_storm", 120);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mt_init(&argc, &argv, &rank, &size);
     if (!strcmp(mode, "nan")) nan_storm(calls, n);
     else if (!strcmp(mode, "hints")) hint_churn(calls, n);
     else MT_CHECK(0, "mode=%s (nan | hints)", mode);

@@ -206,9 +206,7 @@ static void run_ef(const char *spec, size_t n, int T) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &R);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    mt_init(&argc, &argv, &R, &P);
     const size_t n = 30000;
     const int T = 32;
     for (int a = 1; a < argc; ++a) {

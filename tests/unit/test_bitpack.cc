@@ -14,12 +14,7 @@ namespace {
 
 const size_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 33, 63, 100, 1000, 4099, 70001, 300007};
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 void given_any_path_when_encoding_expect_identical_bytes(void **) {
     if (levels().size() == 1) print_message("note: this CPU has no AVX2: only the scalar path is compared\n");

@@ -22,12 +22,7 @@ using namespace compmpi;
 
 namespace {
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 /* Gradient-like data with the spatial correlation of conv/fc gradients: white noise through
  * two one-pole low-pass filters (rho = 0.995), normalised to unit variance, plus 0.1 x white
@@ -47,14 +42,7 @@ std::vector<float> smooth_data(size_t n, uint64_t seed) {
     return v;
 }
 
-double rel_l2(const std::vector<float> &x, const std::vector<float> &y) {
-    double e = 0, s = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        e += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-        s += (double)x[i] * x[i];
-    }
-    return std::sqrt(e / s);
-}
+using testutil::rel_l2;
 
 CodecParams params(int bits, uint32_t block, double theta) {
     CodecParams p;

@@ -17,12 +17,7 @@ const size_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 100, 1000, 4099, 7
 
 int st(Status s) { return static_cast<int>(s); }
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 /* bf16 encoders: every level with integer rounding, plus the native AVX-512 BF16 one */
 struct Bf16Path {

@@ -13,12 +13,7 @@ namespace {
 
 const size_t kSizes[] = {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 100, 4099, 70001, 300007};
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 const CodecOps &fp32() { return *codec_by_name("fp32"); }
 

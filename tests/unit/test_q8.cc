@@ -32,12 +32,7 @@ const size_t kSizes[] = {0, 1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 100, 1000, 409
 const char *const kTypeName[] = {"dynamic_tree",   "linear",         "static_tree",        "mantissa",
                                  "dynamic_tree_nearest", "linear_nearest", "static_tree_maxabs", "mantissa_maxabs"};
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 int st(Status s) { return static_cast<int>(s); }
 

@@ -19,18 +19,10 @@ const CodecOps &ops() {
     return *codec_by_id(static_cast<int>(CodecId::qsgd));
 }
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
-std::vector<float> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<float> v(n);
-    for (auto &x : v) x = static_cast<float>(r.normal() * scale);
-    return v;
+template <class T = float> std::vector<T> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
+    return testutil::normal_data<T>(n, seed, scale);
 }
 
 CodecParams params(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stream = 9) {
@@ -44,35 +36,15 @@ CodecParams params(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stream
     return p;
 }
 
-std::vector<uint8_t> encode(const CodecParams &p, const std::vector<float> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st)
-        *st = s;
-    else
-        assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
-        out.resize(len);
-    }
-    return out;
+/* encode / decode of floats or doubles (T) */
+template <class T> std::vector<uint8_t> encode(const CodecParams &p, const std::vector<T> &x, Status *st = nullptr) {
+    return testutil::encode_checked(ops(), p, x, st);
+}
+template <class T = float> std::vector<T> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
+    return testutil::decode_checked<T>(ops(), p, b, n);
 }
 
-std::vector<float> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<float> y(n + 1, 7.0f);
-    assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())), static_cast<int>(Status::ok));
-    assert_true(y[n] == 7.0f);
-    y.resize(n);
-    return y;
-}
-
-float norm_of(const std::vector<uint8_t> &b, size_t j) {
-    float s;
-    std::memcpy(&s, b.data() + 4 * j, 4);
-    return s;
-}
+template <class T = float> T norm_of(const std::vector<uint8_t> &b, size_t j) { return testutil::read_at<T>(b, j); }
 
 void given_any_path_and_threads_when_encoding_expect_identical_bytes(void **) {
     const size_t sizes[] = {0, 1, 7, 8, 9, 63, 64, 65, 129, 1000, 2561, 40960 * 3 + 77, 300007};
@@ -311,37 +283,6 @@ CodecParams params64(int bits, uint32_t bucket, uint64_t seed = 3, uint64_t stre
     p.elem = Elem::f64;
     return p;
 }
-std::vector<double> normal64(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<double> v(n);
-    for (auto &x : v) x = r.normal() * scale;
-    return v;
-}
-std::vector<uint8_t> encode64(const CodecParams &p, const std::vector<double> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st) *st = s;
-    else assert_int_equal(static_cast<int>(s), 0);
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
-        out.resize(len);
-    }
-    return out;
-}
-std::vector<double> decode64(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<double> y(n + 1, 7.0);
-    assert_int_equal(static_cast<int>(ops().decode64(b.data(), b.size(), n, p, y.data())), 0);
-    assert_true(y[n] == 7.0);
-    y.resize(n);
-    return y;
-}
-double norm64_of(const std::vector<uint8_t> &b, size_t j) {
-    double s;
-    std::memcpy(&s, b.data() + 8 * j, 8);
-    return s;
-}
 
 /* Independent reference: norm from long double sums (within 1e-12 of the codec's), then the
  * codec's norm for the codes; u24 = 256 a + b in full; fields written bit by bit. */
@@ -349,7 +290,7 @@ void given_doubles_when_quantizing_expect_reference_bytes_and_levels(void **) {
     for (size_t n : {1ul, 9ul, 64ul, 129ul, 2561ul, 40960ul * 3 + 77})
         for (int bits : {2, 4, 8})
             for (uint32_t bucket : {0u, 512u, 100u}) {
-                auto x = normal64(n, n + bits);
+                auto x = normal_data<double>(n, n + bits);
                 if (n > 10) x[3] = 1e300, x[4] = -1e-300, x[5] = -0.0;
                 CodecParams p = params64(bits, bucket);
                 const size_t nb = bucket && n > bucket ? (n + bucket - 1) / bucket : 1, B = nb <= 1 ? n : bucket;
@@ -358,7 +299,7 @@ void given_doubles_when_quantizing_expect_reference_bytes_and_levels(void **) {
                     for (int t : {1, 2, 3}) {
                         p.threads = t;
                         p.simd = l;
-                        auto b = encode64(p, x);
+                        auto b = encode(p, x);
                         if (ref.empty()) ref = b;
                         if (b != ref) fail_msg("n=%zu bits %d bucket %u level %d threads %d: other bytes", n, bits, bucket,
                                                static_cast<int>(l), t);
@@ -371,11 +312,11 @@ void given_doubles_when_quantizing_expect_reference_bytes_and_levels(void **) {
                     long double sq = 0, mx = 0;
                     for (size_t i = j * B; i < std::min(n, (j + 1) * B); ++i)
                         sq += static_cast<long double>(x[i]) * x[i], mx = std::max<long double>(mx, std::fabs(x[i]));
-                    const double N = norm64_of(ref, j), Nref = static_cast<double>(std::max(std::sqrt(sq), mx));
+                    const double N = norm_of<double>(ref, j), Nref = static_cast<double>(std::max(std::sqrt(sq), mx));
                     assert_true(std::fabs(N - Nref) <= 1e-12 * Nref && N >= mx);
                 }
                 for (size_t i = 0; i < n; ++i) {
-                    const double N = norm64_of(ref, i / B);
+                    const double N = norm_of<double>(ref, i / B);
                     int k = 0;
                     if (N > 0) {
                         const double r = sL * std::fabs(x[i]) / N, l = std::floor(r);
@@ -389,11 +330,11 @@ void given_doubles_when_quantizing_expect_reference_bytes_and_levels(void **) {
                         if (f >> q & 1) want[8 * nb + (i * bits + q) / 8] |= static_cast<uint8_t>(1u << ((i * bits + q) % 8));
                 }
                 if (want != ref) fail_msg("n=%zu bits %d bucket %u: codes differ from the reference", n, bits, bucket);
-                auto y = decode64(p, ref, n);
+                auto y = decode<double>(p, ref, n);
                 for (size_t i = 0; i < n; ++i) {
-                    const double step = norm64_of(ref, i / B) / sL, k = step > 0 ? y[i] / step : 0;
+                    const double step = norm_of<double>(ref, i / B) / sL, k = step > 0 ? y[i] / step : 0;
                     assert_true(std::fabs(k - std::round(k)) <= 1e-12 * sL && std::fabs(std::round(k)) <= sL);
-                    assert_true(y[i] == std::round(k) * (norm64_of(ref, i / B) / sL)); /* decode: k (N / s) */
+                    assert_true(y[i] == std::round(k) * (norm_of<double>(ref, i / B) / sL)); /* decode: k (N / s) */
                 }
             }
 }
@@ -402,16 +343,16 @@ void given_many_streams_when_quantizing_doubles_expect_unbiased(void **) {
     const size_t n = 1000;
     for (double scale : {1e-200, 1e200})
         for (int bits : {2, 4}) {
-            auto x = normal64(n, 17, scale);
+            auto x = normal_data<double>(n, 17, scale);
             const int R = 3000;
             std::vector<double> sum(n, 0.0);
             CodecParams p = params64(bits, 100);
             std::vector<double> N(10);
             for (int r = 0; r < R; ++r) {
                 p.stream = 100 + r;
-                auto b = encode64(p, x);
-                for (size_t j = 0; j < 10; ++j) N[j] = norm64_of(b, j);
-                auto y = decode64(p, b, n);
+                auto b = encode(p, x);
+                for (size_t j = 0; j < 10; ++j) N[j] = norm_of<double>(b, j);
+                auto y = decode<double>(p, b, n);
                 for (size_t i = 0; i < n; ++i) sum[i] += y[i] / scale; /* in units of scale: no overflow */
             }
             const double sL = (1 << (bits - 1)) - 1;
@@ -431,7 +372,7 @@ void given_double_payloads_when_summing_or_damaged_expect_sum_or_corrupt(void **
     std::vector<double> acc(n, 0.0);
     for (int r = 0; r < 3; ++r) {
         p.stream = 5 + r;
-        b.push_back(encode64(p, normal64(n, 30 + r)));
+        b.push_back(encode(p, normal_data<double>(n, 30 + r)));
         assert_int_equal(static_cast<int>(ops().decode_add64(b[r].data(), b[r].size(), n, p, acc.data())), 0);
     }
     const uint8_t *in[3] = {b[0].data(), b[1].data(), b[2].data()};
@@ -468,7 +409,7 @@ void given_double_payloads_when_summing_or_damaged_expect_sum_or_corrupt(void **
     assert_int_equal(static_cast<int>(ops().decode(b[0].data(), b[0].size(), n, pf, f.data())), static_cast<int>(Status::corrupt));
     size_t l;
     std::vector<uint8_t> o(ops().max_payload(n, p));
-    auto x = normal64(n, 1);
+    auto x = normal_data<double>(n, 1);
     assert_int_equal(static_cast<int>(ops().encode64(x.data(), n, pf, o.data(), o.size(), &l)), static_cast<int>(Status::invalid_arg));
     assert_int_equal(static_cast<int>(ops().encode(xf.data(), n, p, o.data(), o.size(), &l)), static_cast<int>(Status::invalid_arg));
     std::vector<uint8_t> blob(blob_max_bytes(ops(), n, p));
@@ -482,7 +423,7 @@ void given_double_payloads_when_summing_or_damaged_expect_sum_or_corrupt(void **
     for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), 1.7e308}) {
         x[60000] = bad;
         Status st;
-        encode64(params64(4, 0), x, &st);
+        encode(params64(4, 0), x, &st);
         assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
     }
 }

@@ -14,19 +14,9 @@ using testutil::gradient_data;
 
 namespace {
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
-std::vector<float> normal_data(size_t n, uint64_t seed) {
-    testutil::Rng r(seed);
-    std::vector<float> v(n);
-    for (auto &x : v) x = static_cast<float>(r.normal());
-    return v;
-}
+std::vector<float> normal_data(size_t n, uint64_t seed) { return testutil::normal_data<float>(n, seed); }
 
 std::vector<uint8_t> enc(const std::vector<float> &x, int N, SimdLevel l = SimdLevel::scalar, int threads = 1) {
     std::vector<uint8_t> p(rf::kRangeHeaderBytes + rf::packed_bytes(x.size(), N));
@@ -42,14 +32,7 @@ std::vector<float> dec(const std::vector<uint8_t> &p, size_t n, int N) {
     return y;
 }
 
-double rel_l2(const std::vector<float> &x, const std::vector<float> &y) {
-    double e = 0, s = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-        e += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-        s += (double)x[i] * x[i];
-    }
-    return std::sqrt(e / s);
-}
+using testutil::rel_l2;
 
 void given_any_path_and_thread_count_when_encoding_expect_identical_bytes(void **) {
     const size_t sizes[] = {0, 1, 7, 8, 9, 100, 1000, 4099, 70001, 300007};

@@ -19,24 +19,15 @@ using testutil::gradient_data;
 
 namespace {
 
-/* N(0, scale^2) without the extreme values of gradient_data (sums of P of them stay finite) */
-std::vector<float> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<float> v(n);
-    for (auto &x : v) x = static_cast<float>(r.normal() * scale);
-    return v;
+template <class T = float> std::vector<T> normal_data(size_t n, uint64_t seed, double scale = 1e-3) {
+    return testutil::normal_data<T>(n, seed, scale);
 }
 
 const CodecOps &ops() {
     return *codec_by_id(static_cast<int>(CodecId::terngrad));
 }
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 CodecParams params(uint8_t variant, uint32_t bucket, float clip, uint64_t seed = 7, uint64_t stream = 11) {
     CodecParams p;
@@ -52,35 +43,15 @@ CodecParams params(uint8_t variant, uint32_t bucket, float clip, uint64_t seed =
     return p;
 }
 
-std::vector<uint8_t> encode(const CodecParams &p, const std::vector<float> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st)
-        *st = s;
-    else
-        assert_int_equal(static_cast<int>(s), static_cast<int>(Status::ok));
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB); /* nothing past the payload */
-        out.resize(len);
-    }
-    return out;
+/* encode / decode of floats or doubles (T) */
+template <class T> std::vector<uint8_t> encode(const CodecParams &p, const std::vector<T> &x, Status *st = nullptr) {
+    return testutil::encode_checked(ops(), p, x, st);
+}
+template <class T = float> std::vector<T> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
+    return testutil::decode_checked<T>(ops(), p, b, n);
 }
 
-std::vector<float> decode(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<float> y(n + 1, 7.0f);
-    assert_int_equal(static_cast<int>(ops().decode(b.data(), b.size(), n, p, y.data())), static_cast<int>(Status::ok));
-    assert_true(y[n] == 7.0f);
-    y.resize(n);
-    return y;
-}
-
-float scaler(const std::vector<uint8_t> &b, size_t j) {
-    float s;
-    std::memcpy(&s, b.data() + 4 * j, 4);
-    return s;
-}
+template <class T = float> T scaler(const std::vector<uint8_t> &b, size_t j) { return testutil::read_at<T>(b, j); }
 
 /* Population sigma as the codec defines it (double, then c * sigma rounded to fp32). */
 float clip_threshold(const float *x, size_t n, float c) {
@@ -867,37 +838,6 @@ CodecParams params64(uint8_t variant, uint32_t bucket, float clip, uint64_t seed
     p.elem = Elem::f64;
     return p;
 }
-std::vector<double> normal64(size_t n, uint64_t seed, double scale = 1e-3) {
-    testutil::Rng r(seed);
-    std::vector<double> v(n);
-    for (auto &x : v) x = r.normal() * scale;
-    return v;
-}
-std::vector<uint8_t> encode64(const CodecParams &p, const std::vector<double> &x, Status *st = nullptr) {
-    std::vector<uint8_t> out(ops().max_payload(x.size(), p) + 16, 0xAB);
-    size_t len = 0;
-    Status s = ops().encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
-    if (st) *st = s;
-    else assert_int_equal(static_cast<int>(s), 0);
-    if (s == Status::ok) {
-        assert_int_equal(len, ops().max_payload(x.size(), p));
-        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB);
-        out.resize(len);
-    }
-    return out;
-}
-std::vector<double> decode64(const CodecParams &p, const std::vector<uint8_t> &b, size_t n) {
-    std::vector<double> y(n + 1, 7.0);
-    assert_int_equal(static_cast<int>(ops().decode64(b.data(), b.size(), n, p, y.data())), 0);
-    assert_true(y[n] == 7.0);
-    y.resize(n);
-    return y;
-}
-double scaler64(const std::vector<uint8_t> &b, size_t j) {
-    double s;
-    std::memcpy(&s, b.data() + 8 * j, 8);
-    return s;
-}
 double clip64(const std::vector<double> &x, float c) { /* c sigma in double, in long double sums */
     long double sum = 0, sq = 0;
     for (double v : x) sum += v, sq += static_cast<long double>(v) * v;
@@ -964,7 +904,7 @@ void given_doubles_when_ternarizing_expect_reference_bytes_on_any_thread_count(v
         for (uint8_t v : {terngrad::kBase4, terngrad::kBase3})
             for (uint32_t bucket : {0u, 512u, 1000u})
                 for (float clip : {0.0f, 2.5f}) {
-                    auto x = normal64(n, n + bucket);
+                    auto x = normal_data<double>(n, n + bucket);
                     if (n > 10) x[3] = 1e300, x[4] = -1e-300, x[5] = 0.0, x[6] = -0.0; /* far outside fp32 */
                     CodecParams p = params64(v, bucket, clip);
                     const size_t nb = n > bucket && bucket ? (n + bucket - 1) / bucket : 1, B = nb <= 1 ? n : bucket;
@@ -977,14 +917,14 @@ void given_doubles_when_ternarizing_expect_reference_bytes_on_any_thread_count(v
                     for (int t : {1, 2, 3}) {
                         p.threads = t;
                         p.simd = l;
-                        auto b = encode64(p, x);
+                        auto b = encode(p, x);
                         if (!testutil::same_bytes(b.data(), ref.data(), ref.size()) || b.size() != ref.size()) {
                             size_t i = 0;
                             while (i < b.size() && b[i] == ref[i]) ++i;
                             fail_msg("n=%zu variant %d bucket %u clip %g level %d threads %d: byte %zu", n, v, bucket, clip,
                                      static_cast<int>(l), t, i);
                         }
-                        auto y = decode64(p, b, n);
+                        auto y = decode<double>(p, b, n);
                         for (size_t i = 0; i < n; ++i) {
                             const double sj = s[i / B];
                             assert_true(y[i] == 0.0 || y[i] == sj || y[i] == -sj);
@@ -995,7 +935,7 @@ void given_doubles_when_ternarizing_expect_reference_bytes_on_any_thread_count(v
 
 void given_many_streams_when_ternarizing_doubles_expect_unbiased(void **) {
     const size_t n = 2000;
-    auto x = normal64(n, 5, 1e-200); /* below fp32's range: the statistics are the double ones */
+    auto x = normal_data<double>(n, 5, 1e-200); /* below fp32's range: the statistics are the double ones */
     x[7] = 3e-200;
     for (uint8_t v : {terngrad::kBase4, terngrad::kBase3})
         for (float clip : {0.0f, 2.5f}) {
@@ -1006,9 +946,9 @@ void given_many_streams_when_ternarizing_doubles_expect_unbiased(void **) {
             for (int r = 0; r < R; ++r) {
                 CodecParams p = p0;
                 p.stream = 1000 + r;
-                auto b = encode64(p, x);
-                s = scaler64(b, 0);
-                auto y = decode64(p, b, n);
+                auto b = encode(p, x);
+                s = scaler<double>(b, 0);
+                auto y = decode<double>(p, b, n);
                 for (size_t i = 0; i < n; ++i) sum[i] += y[i];
             }
             const double cs = clip64(x, clip);
@@ -1032,7 +972,7 @@ void given_shared_scale_and_P_doubles_when_levels_expect_exact_sum(void **) {
         double shared = 0;
         float clip_out = 0;
         for (int r = 0; r < P; ++r) {
-            x[r] = normal64(n, 600 + r, 1e-100);
+            x[r] = normal_data<double>(n, 600 + r, 1e-100);
             double st;
             p.clip_out = &clip_out;
             assert_int_equal(static_cast<int>(ops().prepare64(x[r].data(), n, p, &st)), 0);
@@ -1050,9 +990,9 @@ void given_shared_scale_and_P_doubles_when_levels_expect_exact_sum(void **) {
         std::vector<std::vector<uint8_t>> blobs;
         for (int r = 0; r < P; ++r) {
             p.stream = 40 + r;
-            auto b = encode64(p, x[r]);
-            assert_true(scaler64(b, 0) == shared);
-            auto y = decode64(p, b, n);
+            auto b = encode(p, x[r]);
+            assert_true(scaler<double>(b, 0) == shared);
+            auto y = decode<double>(p, b, n);
             for (size_t i = 0; i < n; ++i) k[i] += y[i] == 0.0 ? 0 : (y[i] > 0 ? 1 : -1);
             assert_int_equal(static_cast<int>(ops().decode_add64(b.data(), b.size(), n, p, acc.data())), 0);
             blobs.push_back(b);
@@ -1073,17 +1013,17 @@ void given_shared_scale_and_P_doubles_when_levels_expect_exact_sum(void **) {
         assert_int_equal(static_cast<int>(ops().reduced_params(p, &p2)), 0);
         assert_int_equal(p2.variant, terngrad::kLevels);
         assert_true(p2.elem == Elem::f64);
-        auto b2 = encode64(p2, acc);
-        assert_true(scaler64(b2, 0) == shared);
+        auto b2 = encode(p2, acc);
+        assert_true(scaler<double>(b2, 0) == shared);
         assert_int_equal(b2.size(), 8 + (n * p2.bits + 7) / 8);
-        auto y2 = decode64(p2, b2, n);
+        auto y2 = decode<double>(p2, b2, n);
         for (size_t i = 0; i < n; ++i) assert_true(y2[i] == k[i] * shared);
     }
 }
 
 void given_double_levels_off_grid_expect_unbiased_stochastic_rounding(void **) {
     const size_t n = 2000;
-    auto x = normal64(n, 8, 1e250);
+    auto x = normal_data<double>(n, 8, 1e250);
     for (int bits : {3, 12})
         for (uint32_t bucket : {0u, 500u}) {
             CodecParams p = params64(terngrad::kLevels, bucket, 0.0f);
@@ -1093,18 +1033,18 @@ void given_double_levels_off_grid_expect_unbiased_stochastic_rounding(void **) {
             std::vector<double> sum(n, 0.0);
             for (int r = 0; r < R; ++r) {
                 p.stream = 500 + r;
-                auto b = encode64(p, x);
-                auto y = decode64(p, b, n);
+                auto b = encode(p, x);
+                auto y = decode<double>(p, b, n);
                 for (size_t i = 0; i < n; ++i) {
-                    const double s = scaler64(b, bucket ? i / bucket : 0);
+                    const double s = scaler<double>(b, bucket ? i / bucket : 0);
                     assert_true(std::fabs(y[i] - x[i]) < s * (1 + 1e-12) && std::fabs(y[i] / s) <= K);
                     sum[i] += y[i];
                 }
             }
-            auto b0 = encode64(p, x);
+            auto b0 = encode(p, x);
             double dsum = 0, vsum = 0, z2 = 0;
             for (size_t i = 0; i < n; ++i) {
-                const double s = scaler64(b0, bucket ? i / bucket : 0), q = x[i] / s, f = q - std::floor(q);
+                const double s = scaler<double>(b0, bucket ? i / bucket : 0), q = x[i] / s, f = q - std::floor(q);
                 const double mean = sum[i] / R, se = s * std::sqrt(f * (1 - f) / R);
                 if (se == 0) continue;
                 const double z = (mean - x[i]) / se; /* in units of s: 1e250 squared overflows */
@@ -1118,11 +1058,11 @@ void given_double_levels_off_grid_expect_unbiased_stochastic_rounding(void **) {
 
 void given_bad_double_payloads_or_other_element_type_expect_corrupt(void **) {
     const size_t n = 1001;
-    auto x = normal64(n, 3);
+    auto x = normal_data<double>(n, 3);
     for (uint8_t v : {terngrad::kBase4, terngrad::kBase3})
         for (uint32_t bucket : {0u, 100u}) {
             CodecParams p = params64(v, bucket, 2.5f);
-            auto b = encode64(p, x);
+            auto b = encode(p, x);
             std::vector<double> out(n, 5.0);
             auto expect_corrupt = [&](const std::vector<uint8_t> &q, const CodecParams &pp) {
                 assert_int_equal(static_cast<int>(ops().decode64(q.data(), q.size(), n, pp, out.data())), static_cast<int>(Status::corrupt));
@@ -1163,17 +1103,17 @@ void given_bad_double_payloads_or_other_element_type_expect_corrupt(void **) {
             assert_int_equal(blob[9], 1);
             std::vector<double> y(n);
             assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, y.data(), false, simd_detect(), 1)), 0);
-            assert_true(y == decode64(p, std::vector<uint8_t>(blob.begin() + kBlobHeaderBytes, blob.begin() + len), n));
+            assert_true(y == decode<double>(p, std::vector<uint8_t>(blob.begin() + kBlobHeaderBytes, blob.begin() + len), n));
             assert_int_equal(static_cast<int>(blob_decode(blob.data(), len, n, f.data(), false, simd_detect(), 1)), static_cast<int>(Status::corrupt));
             for (float v2 : f) assert_true(v2 == 5.0f);
         }
     /* NaN/Inf */
     for (double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
-        auto y = normal64(70001, 4);
+        auto y = normal_data<double>(70001, 4);
         y[65540] = bad;
         for (float clip : {0.0f, 2.5f}) {
             Status st;
-            encode64(params64(terngrad::kBase4, 0, clip), y, &st);
+            encode(params64(terngrad::kBase4, 0, clip), y, &st);
             assert_int_equal(static_cast<int>(st), static_cast<int>(Status::nonfinite));
             double stat;
             assert_int_equal(static_cast<int>(ops().prepare64(y.data(), y.size(), params64(terngrad::kBase3, 0, clip), &stat)),

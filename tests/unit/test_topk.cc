@@ -17,12 +17,7 @@ using namespace compmpi;
 
 namespace {
 
-std::vector<SimdLevel> levels() {
-    std::vector<SimdLevel> v{SimdLevel::scalar};
-    if (simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
-    if (simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
-    return v;
-}
+using testutil::levels;
 
 /* Many exact ties: small integers (and their negatives), some zeros. */
 template <class T = float> std::vector<T> tie_data(size_t n, uint64_t seed) {

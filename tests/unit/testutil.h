@@ -9,7 +9,10 @@ extern "C" {
 #include <cmocka.h>
 }
 #include <cmath>
+#include <type_traits>
 #include <vector>
+
+#include "codec.h"
 
 namespace testutil {
 
@@ -78,5 +81,76 @@ inline std::vector<double> gradient_data64(size_t n, uint64_t seed) {
 }
 
 inline bool same_bytes(const void *a, const void *b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; /* empty vectors may be null (UBSan) */ }
+
+/* N(0, scale^2) without gradient_data's extreme values (sums of many stay finite); floats are
+ * the double draws rounded. */
+template <class T> std::vector<T> normal_data(size_t n, uint64_t seed, double scale = 1.0) {
+    Rng r(seed);
+    std::vector<T> v(n);
+    for (auto &x : v) x = static_cast<T>(r.normal() * scale);
+    return v;
+}
+
+template <class T> double rel_l2(const std::vector<T> &x, const std::vector<T> &y) {
+    double e = 0, s = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        e += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+        s += (double)x[i] * x[i];
+    }
+    return std::sqrt(e / s);
+}
+
+/* Every SIMD path of this CPU, scalar first. */
+inline std::vector<compmpi::SimdLevel> levels() {
+    using compmpi::SimdLevel;
+    std::vector<SimdLevel> v{SimdLevel::scalar};
+    if (compmpi::simd_detect() >= SimdLevel::avx2) v.push_back(SimdLevel::avx2);
+    if (compmpi::simd_detect() >= SimdLevel::avx512) v.push_back(SimdLevel::avx512);
+    return v;
+}
+
+/* c.encode (encode64 for doubles) of x into a buffer 16 bytes longer than max_payload: the
+ * status into *st, or asserted ok; an ok payload is max_payload long and nothing past it is
+ * written. */
+template <class T>
+std::vector<uint8_t> encode_checked(const compmpi::CodecOps &c, const compmpi::CodecParams &p, const std::vector<T> &x,
+                                    compmpi::Status *st = nullptr) {
+    std::vector<uint8_t> out(c.max_payload(x.size(), p) + 16, 0xAB);
+    size_t len = 0;
+    compmpi::Status s;
+    if constexpr (std::is_same_v<T, double>) s = c.encode64(x.data(), x.size(), p, out.data(), out.size(), &len);
+    else s = c.encode(x.data(), x.size(), p, out.data(), out.size(), &len);
+    if (st)
+        *st = s;
+    else
+        assert_int_equal(static_cast<int>(s), static_cast<int>(compmpi::Status::ok));
+    if (s == compmpi::Status::ok) {
+        assert_int_equal(len, c.max_payload(x.size(), p));
+        for (size_t i = len; i < out.size(); ++i) assert_int_equal(out[i], 0xAB); /* nothing past the payload */
+        out.resize(len);
+    }
+    return out;
+}
+
+/* c.decode (decode64) of n values, asserted ok and nothing written past them. */
+template <class T>
+std::vector<T> decode_checked(const compmpi::CodecOps &c, const compmpi::CodecParams &p, const std::vector<uint8_t> &b,
+                              size_t n) {
+    std::vector<T> y(n + 1, T(7));
+    compmpi::Status s;
+    if constexpr (std::is_same_v<T, double>) s = c.decode64(b.data(), b.size(), n, p, y.data());
+    else s = c.decode(b.data(), b.size(), n, p, y.data());
+    assert_int_equal(static_cast<int>(s), static_cast<int>(compmpi::Status::ok));
+    assert_true(y[n] == T(7));
+    y.resize(n);
+    return y;
+}
+
+/* The j-th T of a payload (a bucket's scale or norm). */
+template <class T> T read_at(const std::vector<uint8_t> &b, size_t j) {
+    T v;
+    std::memcpy(&v, b.data() + sizeof(T) * j, sizeof(T));
+    return v;
+}
 
 }  // namespace testutil

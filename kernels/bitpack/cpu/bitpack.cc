@@ -430,9 +430,6 @@ void decode(const uint8_t *in, size_t n, int k, double *out, bool add, SimdLevel
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
-
 /* fp32: 8..32 bits, fp64: 16..64 bits, in whole bytes */
 Status bp_check(const CodecParams &p) {
     const bool d = p.elem == Elem::f64;
@@ -458,12 +455,7 @@ Status bp_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
     decode(in, n, p.bits / 8, out, add, p.simd, p.threads);
     return Status::ok;
 }
-template <class T> Status bp_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
-    return bp_decode_common(in, len, n, p, out, false);
-}
-template <class T> Status bp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
-    return bp_decode_common(in, len, n, p, acc, true);
-}
+template <class T> using BpDecode = DecodeOps<T, bp_decode_common<T>>;
 
 }  // namespace
 }  // namespace compmpi::bitpack
@@ -474,10 +466,11 @@ extern const CodecOps codec_bitpack_ops = {
     "keep the top bits/8 bytes of each fp32 (ADT) or fp64 (16..64 bits); rounding: trunc|nearest",
     CODEC_ADAPTIVE_BITS,
     16, 8, 32, 8,
-    bitpack::bp_check, bitpack::bp_max_payload, nullptr, bitpack::bp_encode<float>, bitpack::bp_decode<float>,
-    bitpack::bp_decode_add<float>, nullptr, nullptr, nullptr,
+    bitpack::bp_check, bitpack::bp_max_payload, nullptr, bitpack::bp_encode<float>,
+    bitpack::BpDecode<float>::decode, bitpack::BpDecode<float>::decode_add, nullptr, nullptr, nullptr,
     /* fp64: sign, 11 exponent bits and the top 4..52 mantissa bits; 32 bits (ratio 2, as 16 bits for fp32) by default */
     32, 16, 64, 8,
-    nullptr, bitpack::bp_encode<double>, bitpack::bp_decode<double>, bitpack::bp_decode_add<double>, nullptr, nullptr,
+    nullptr, bitpack::bp_encode<double>, bitpack::BpDecode<double>::decode, bitpack::BpDecode<double>::decode_add,
+    nullptr, nullptr,
 };
 }  // namespace compmpi

@@ -103,11 +103,7 @@ struct Decode {
                 u[3] = w.w;
             }
             float4 v = make_float4(u2f(u[0]), u2f(u[1]), u2f(u[2]), u2f(u[3]));
-            if (add) {
-                const float4 o = load_vec<float4>(out + i0);
-                v = make_float4(fadd(o.x, v.x), fadd(o.y, v.y), fadd(o.z, v.z), fadd(o.w, v.w));
-            }
-            store_vec(out + i0, v);
+            store4(out + i0, v, add);
             return false;
         }
         const size_t i1 = i0 + 4 < n ? i0 + 4 : n;

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/aligned_buf.h"
 #include "rangefloat/rangefloat.h"
 #include "topk/select.h"
 
@@ -43,30 +44,7 @@ namespace {
 using rf::f2u;
 using sparse::kSegWords;
 
-/* ---------------------------------------------------------------- buffers and plans */
-/* Grow-only 64-byte aligned buffer (kept per thread: large buffers are expensive to fault in
- * on every call). */
-template <class T> struct AlignedBuf {
-    T *p = nullptr;
-    size_t cap = 0;
-    AlignedBuf() = default;
-    AlignedBuf(const AlignedBuf &) = delete;
-    AlignedBuf &operator=(const AlignedBuf &) = delete;
-    ~AlignedBuf() { std::free(p); }
-    T *get(size_t n) {
-        if (n > cap || !p) { /* !p: get(0) on a fresh buffer is a buffer too (k = 0 blobs) */
-            std::free(p);
-            p = nullptr;
-            cap = 0;
-            void *q = nullptr;
-            if (posix_memalign(&q, 64, std::max<size_t>(n, 16) * sizeof(T)) != 0) return nullptr;
-            p = static_cast<T *>(q);
-            cap = std::max<size_t>(n, 16);
-        }
-        return p;
-    }
-};
-
+/* ---------------------------------------------------------------- plans */
 struct Plans {
     fftwf_plan r2c = nullptr, c2r = nullptr; /* in place */
     fftwf_plan c2r_oop = nullptr;             /* out of place: FFTW_ESTIMATE picks a faster c2r */
@@ -115,10 +93,9 @@ Plans plans_for(size_t len, float *aligned_buf, float *aligned_out = nullptr) {
  * none. Caller holds g_plan_mu. */
 bool make_plans_locked(size_t len, unsigned flags, Plans *out) {
     const size_t m = 2 * (len / 2 + 1);
-    void *qa = nullptr, *qo = nullptr;
-    if (posix_memalign(&qa, 64, m * sizeof(float)) != 0) return false;
-    if (posix_memalign(&qo, 64, m * sizeof(float)) != 0) { std::free(qa); return false; }
-    auto *a = static_cast<float *>(qa), *o = static_cast<float *>(qo);
+    AlignedBuf<float> qa, qo;
+    float *a = qa.get(m), *o = qo.get(m);
+    if (!a || !o) return false;
     std::memset(a, 0, m * sizeof(float));
     std::memset(o, 0, m * sizeof(float));
     auto *c = reinterpret_cast<fftwf_complex *>(a);
@@ -127,8 +104,6 @@ bool make_plans_locked(size_t len, unsigned flags, Plans *out) {
     p.r2c = fftwf_plan_dft_r2c_1d(n, a, c, flags);
     p.c2r = p.r2c ? fftwf_plan_dft_c2r_1d(n, c, a, flags) : nullptr;
     p.c2r_oop = p.c2r ? fftwf_plan_dft_c2r_1d(n, c, o, flags | FFTW_DESTROY_INPUT) : nullptr;
-    std::free(qa);
-    std::free(qo);
     if (p.r2c && p.c2r && p.c2r_oop) {
         *out = p;
         return true;
@@ -856,39 +831,28 @@ size_t ft_max_payload(size_t n, const CodecParams &p) {
     const Layout L = layout(n, p.param);
     return payload_bytes(L, sparse::keep_count(L.C, theta), p.bits);
 }
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
 template <class T> Status ft_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(ft_check(p));
     if (p.elem != elem_of(in)) return Status::invalid_arg;
     return encode(in, n, p.bits, p.param, p.theta, out, cap, len, p.simd, p.threads, p.variant);
 }
-Status ft_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    if (ft_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, p.stream_out);
+/* decode (add: decode_add) and decode_sum of floats or doubles (T); floats may stream the output
+ * (not onto an accumulator: stream_out has no effect with add) */
+template <class T>
+Status ft_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out, bool add) {
+    if (ft_check(p) != Status::ok || p.elem != elem_of(out)) return Status::corrupt;
+    if constexpr (sizeof(T) == 4)
+        return decode(in, len, n, p.bits, p.param, out, add, p.simd, p.threads, p.variant, p.stream_out);
+    else return decode(in, len, n, p.bits, p.param, out, add, p.simd, p.threads, p.variant);
 }
-Status ft_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    if (ft_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
-}
-
-Status ft_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
-    if (ft_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
-    return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, true, p.stream_out);
-}
-
-Status ft_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    if (ft_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
-}
-Status ft_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    if (ft_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
-    return decode(in, len, n, p.bits, p.param, acc, true, p.simd, p.threads, p.variant);
-}
-Status ft_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
-                       double *out) {
-    if (ft_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
-    return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
+template <class T> using FtDecode = DecodeOps<T, ft_decode_common<T>>;
+template <class T>
+Status ft_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, T *out) {
+    if (ft_check(p) != Status::ok || p.elem != elem_of(out)) return Status::corrupt;
+    if constexpr (sizeof(T) == 4)
+        return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant, true,
+                          p.stream_out);
+    else return decode_sum(in, len, cnt, n, p.bits, p.param, out, false, p.simd, p.threads, p.variant);
 }
 
 }  // namespace
@@ -900,11 +864,11 @@ extern const CodecOps codec_fft_topk_ops = {
     "FFT sparsification (Wang et al.): keep the top (1-theta) frequencies, range-based N-bit float, bitmap + codes",
     CODEC_SPARSE,
     fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
-    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode<float>, fft_topk::ft_decode,
-    fft_topk::ft_decode_add, nullptr, fft_topk::ft_decode_sum, nullptr,
+    fft_topk::ft_check, fft_topk::ft_max_payload, nullptr, fft_topk::ft_encode<float>,
+    fft_topk::FtDecode<float>::decode, fft_topk::FtDecode<float>::decode_add, nullptr, fft_topk::ft_decode_sum<float>, nullptr,
     /* fp64: FFTW double transforms, the same layout and quantiser (bytes 12..13: int16 sc) */
     fft_topk::kBitsDefault, rf::kBitsMin, rf::kBitsMax, 1,
-    nullptr, fft_topk::ft_encode<double>, fft_topk::ft_decode64, fft_topk::ft_decode_add64, fft_topk::ft_decode_sum64,
-    nullptr,
+    nullptr, fft_topk::ft_encode<double>, fft_topk::FtDecode<double>::decode, fft_topk::FtDecode<double>::decode_add,
+    fft_topk::ft_decode_sum<double>, nullptr,
 };
 }  // namespace compmpi

@@ -23,6 +23,7 @@
 #include <fftw3.h>
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <climits>
 #include <cmath>
@@ -32,6 +33,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/aligned_buf.h"
+#include "common/maxabs.h"
 #include "fft_topk/fft_topk.h"
 #include "rangefloat/rangefloat.h"
 #include "topk/select.h"
@@ -40,27 +43,6 @@ namespace compmpi::fft_topk {
 namespace {
 
 using sparse::kSegWords;
-
-template <class T> struct Aligned64 { /* grow-only, 64-byte aligned, per thread */
-    T *p = nullptr;
-    size_t cap = 0;
-    Aligned64() = default;
-    Aligned64(const Aligned64 &) = delete;
-    Aligned64 &operator=(const Aligned64 &) = delete;
-    ~Aligned64() { std::free(p); }
-    T *get(size_t n) {
-        if (n > cap || !p) {
-            std::free(p);
-            p = nullptr;
-            cap = 0;
-            void *q = nullptr;
-            if (posix_memalign(&q, 64, std::max<size_t>(n, 16) * sizeof(T)) != 0) return nullptr;
-            p = static_cast<T *>(q);
-            cap = std::max<size_t>(n, 16);
-        }
-        return p;
-    }
-};
 
 struct Plans64 {
     fftw_plan r2c = nullptr, c2r_oop = nullptr;
@@ -77,29 +59,19 @@ Plans64 plans64_for(size_t len) {
     if (it != cache->end()) return it->second;
     if (len < 1 || len > static_cast<size_t>(INT_MAX) - 2) return {};
     const size_t m = 2 * (len / 2 + 1);
-    void *qa = nullptr, *qo = nullptr;
-    if (posix_memalign(&qa, 64, m * sizeof(double)) != 0) return {};
-    if (posix_memalign(&qo, 64, m * sizeof(double)) != 0) {
-        std::free(qa);
-        return {};
-    }
-    auto *a = static_cast<double *>(qa), *o = static_cast<double *>(qo);
+    AlignedBuf<double> qa, qo;
+    double *a = qa.get(m), *o = qo.get(m);
+    if (!a || !o) return {};
     auto *c = reinterpret_cast<fftw_complex *>(a);
     const int n = static_cast<int>(len);
     Plans64 p;
     p.r2c = fftw_plan_dft_r2c_1d(n, a, c, FFTW_ESTIMATE);
     p.c2r_oop = fftw_plan_dft_c2r_1d(n, c, o, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-    std::free(qa);
-    std::free(qo);
     if (p.r2c && p.c2r_oop) cache->emplace(len, p);
     return p;
 }
 
-inline uint64_t dbits(double d) {
-    uint64_t u;
-    std::memcpy(&u, &d, 8);
-    return u;
-}
+inline uint64_t dbits(double d) { return std::bit_cast<uint64_t>(d); }
 void put64(uint8_t *p, uint64_t v) { std::memcpy(p, &v, 8); }
 uint64_t get64(const uint8_t *p) {
     uint64_t v;
@@ -187,21 +159,16 @@ Status encode(const double *in, size_t n, int N, uint32_t param, double theta, u
 
     /* max|x| and NaN/Inf */
     const bool par = n >= sparse::kParallelMin && threads > 1;
-    uint64_t amax = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : amax) if (par)
-    for (size_t s = 0; s < sparse::segs_of(n); ++s)
-        for (size_t i = s * sparse::kSegPos, hi = std::min(n, i + sparse::kSegPos); i < hi; ++i)
-            amax = std::max<uint64_t>(amax, dbits(in[i]) & 0x7FFFFFFFFFFFFFFFull);
+    const uint64_t amax = maxabs::parallel(in, n, lvl, threads);
     if (amax >= 0x7FF0000000000000ull) return Status::nonfinite;
-    double xmax;
-    std::memcpy(&xmax, &amax, 8);
+    const double xmax = std::bit_cast<double>(amax);
     if (8.0 * static_cast<double>(L.C) * xmax > kOutBound64) return Status::unsupported;
     const int pre = xmax > 0 ? std::ilogb(xmax) : 0; /* the transform runs on x 2^-pre: |x| < 2 */
     const int16_t sc16 = static_cast<int16_t>(pre);
     std::memcpy(out + 12, &sc16, 2);
 
-    static thread_local Aligned64<double> store_buf;
-    static thread_local Aligned64<uint64_t> keys_buf;
+    static thread_local AlignedBuf<double> store_buf;
+    static thread_local AlignedBuf<uint64_t> keys_buf;
     double *store = store_buf.get(2 * L.Cp);
     uint64_t *keys = keys_buf.get(L.Cp);
     std::vector<float> kept(2 * k);
@@ -289,7 +256,7 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
     int fail = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1 && nb > 1 && n >= sparse::kParallelMin)
     {
-        static thread_local Aligned64<double> slot_buf, tmp_buf;
+        static thread_local AlignedBuf<double> slot_buf, tmp_buf;
         double *slot = slot_buf.get(2 * L.P), *tmp = tmp_buf.get(2 * L.P);
 #pragma omp for schedule(static) reduction(| : fail)
         for (size_t i = 0; i < nb; ++i) {

@@ -7,6 +7,7 @@
  * NaN/Inf) + convert pass; bf16 encode is one pass (no scale). */
 #include "fp16/fp16.h"
 
+#include "common/blocks.h"
 #include "common/maxabs.h"
 
 /* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
@@ -18,6 +19,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -29,16 +31,8 @@ constexpr int kMinK = -126, kMaxK = 113;     /* scale 2^k, see fp16.h */
 constexpr float kClampTop = 32752.0f;        /* largest fp16 below 2^15 */
 constexpr uint32_t kBf16Sat = 0x7F7F7FFFu;   /* largest fp32 that rounds to bf16 0x7F7F */
 
-inline uint32_t fbits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float bitsf(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+inline uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bitsf(uint32_t u) { return std::bit_cast<float>(u); }
 
 }  // namespace
 
@@ -249,9 +243,7 @@ AVX512 void bf16_decode_avx512(const uint16_t *in, size_t n, float *out, bool ad
 }
 
 /* ---------------------------------------------------------------- dispatch + OpenMP */
-constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multiple of 32) */
-constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
-
+/* OpenMP: common/blocks.h's fixed blocks (a multiple of 32 elements) */
 bool has_f16c() {
     return cpu_has(CpuFeature::f16c);
 }
@@ -263,8 +255,6 @@ SimdLevel clamp_level(SimdLevel lvl) {
     return lvl;
 }
 
-size_t blocks(size_t n) { return (n + kBlock - 1) / kBlock; }
-
 }  // namespace
 
 bool bf16_native_available() {
@@ -273,14 +263,7 @@ bool bf16_native_available() {
 
 Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int threads) {
     lvl = clamp_level(lvl);
-    const bool par = n >= kParallelMin && threads > 1;
-    uint32_t mx = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        uint32_t m = maxabs::block(in + lo, len, lvl);
-        mx = std::max(mx, m);
-    }
+    const uint32_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= kExp) return Status::nonfinite;
     /* floor(log2(max)): the exponent field; denormals and 0 fall under the lower clamp */
     const int e = static_cast<int>(mx >> 23) - 127;
@@ -289,15 +272,13 @@ Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int t
     F16Enc c{std::ldexp(1.0f, -k), k == kMaxK ? kClampTop : 65504.0f};
     std::memcpy(out, &scale, kScaleBytes);
     uint16_t *h = reinterpret_cast<uint16_t *>(out + kScaleBytes);
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         switch (lvl) {
             case SimdLevel::avx512: f16_encode_avx512(in + lo, len, c, h + lo); break;
             case SimdLevel::avx2: f16_encode_avx2(in + lo, len, c, h + lo); break;
             default: f16_encode_scalar(in + lo, len, c, h + lo); break;
         }
-    }
+    });
     return Status::ok;
 }
 
@@ -309,15 +290,13 @@ Status fp16_decode(const uint8_t *in, size_t n, float *out, bool add, SimdLevel 
         return Status::corrupt;
     lvl = clamp_level(lvl);
     const uint16_t *h = reinterpret_cast<const uint16_t *>(in + kScaleBytes);
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         switch (lvl) {
             case SimdLevel::avx512: f16_decode_avx512(h + lo, len, s, out + lo, add); break;
             case SimdLevel::avx2: f16_decode_avx2(h + lo, len, s, out + lo, add); break;
             default: f16_decode_scalar(h + lo, len, s, out + lo, add); break;
         }
-    }
+    });
     return Status::ok;
 }
 
@@ -325,31 +304,25 @@ Status bf16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int t
     lvl = clamp_level(lvl);
     const bool native = bf16_native && lvl == SimdLevel::avx512 && bf16_native_available();
     uint16_t *h = reinterpret_cast<uint16_t *>(out);
-    int bad = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        bool r = native                      ? bf16_encode_native(in + lo, len, h + lo)
-                 : lvl == SimdLevel::avx512 ? bf16_encode_avx512(in + lo, len, h + lo)
-                 : lvl == SimdLevel::avx2   ? bf16_encode_avx2(in + lo, len, h + lo)
-                                            : bf16_encode_scalar(in + lo, len, h + lo);
-        bad |= r;
-    }
+    const bool bad = blocks::any_of(n, threads, [&](size_t lo, size_t len) {
+        return native                      ? bf16_encode_native(in + lo, len, h + lo)
+               : lvl == SimdLevel::avx512 ? bf16_encode_avx512(in + lo, len, h + lo)
+               : lvl == SimdLevel::avx2   ? bf16_encode_avx2(in + lo, len, h + lo)
+                                          : bf16_encode_scalar(in + lo, len, h + lo);
+    });
     return bad ? Status::nonfinite : Status::ok;
 }
 
 void bf16_decode(const uint8_t *in, size_t n, float *out, bool add, SimdLevel lvl, int threads) {
     lvl = clamp_level(lvl);
     const uint16_t *h = reinterpret_cast<const uint16_t *>(in);
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < blocks(n); ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         switch (lvl) {
             case SimdLevel::avx512: bf16_decode_avx512(h + lo, len, out + lo, add); break;
             case SimdLevel::avx2: bf16_decode_avx2(h + lo, len, out + lo, add); break;
             default: bf16_decode_scalar(h + lo, len, out + lo, add); break;
         }
-    }
+    });
 }
 
 /* ---------------------------------------------------------------- CodecOps */
@@ -372,12 +345,7 @@ Status f16_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPar
     if (h_check(p) != Status::ok || n > (SIZE_MAX - kScaleBytes) / 2 || len != kScaleBytes + 2 * n) return Status::corrupt;
     return fp16_decode(in, n, out, add, p.simd, p.threads);
 }
-Status f16_decode_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return f16_decode_common(in, len, n, p, out, false);
-}
-Status f16_decode_add_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return f16_decode_common(in, len, n, p, acc, true);
-}
+using F16Decode = DecodeOps<float, f16_decode_common>;
 
 Status b16_encode_op(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(h_check(p));
@@ -391,12 +359,7 @@ Status b16_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPar
     bf16_decode(in, n, out, add, p.simd, p.threads);
     return Status::ok;
 }
-Status b16_decode_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return b16_decode_common(in, len, n, p, out, false);
-}
-Status b16_decode_add_op(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return b16_decode_common(in, len, n, p, acc, true);
-}
+using B16Decode = DecodeOps<float, b16_decode_common>;
 
 }  // namespace
 }  // namespace compmpi::half
@@ -407,15 +370,15 @@ extern const CodecOps codec_fp16_ops = {
     "IEEE half precision, round to nearest even, after a power-of-two scale that keeps max|x| in [2^14, 2^15)",
     0,
     16, 16, 16, 16,
-    half::h_check, half::f16_max_payload, nullptr, half::f16_encode_op, half::f16_decode_op,
-    half::f16_decode_add_op, nullptr,
+    half::h_check, half::f16_max_payload, nullptr, half::f16_encode_op,
+    half::F16Decode::decode, half::F16Decode::decode_add, nullptr,
 };
 extern const CodecOps codec_bf16_ops = {
     CodecId::bf16, "bf16",
     "bfloat16, round to nearest even (fp32 denormals to zero, no rounding up to Inf)",
     0,
     16, 16, 16, 16,
-    half::h_check, half::b16_max_payload, nullptr, half::b16_encode_op, half::b16_decode_op,
-    half::b16_decode_add_op, nullptr,
+    half::h_check, half::b16_max_payload, nullptr, half::b16_encode_op,
+    half::B16Decode::decode, half::B16Decode::decode_add, nullptr,
 };
 }  // namespace compmpi

@@ -121,11 +121,7 @@ struct F16Decode {
         if (vec && i0 + 4 <= n) {
             const uint32_t w0 = load_vec<uint32_t>(in + 2 * i0), w1 = load_vec<uint32_t>(in + 2 * i0 + 4);
             float4 v = make_float4(one(w0 & 0xFFFFu), one(w0 >> 16), one(w1 & 0xFFFFu), one(w1 >> 16));
-            if (add) {
-                const float4 o = load_vec<float4>(out + i0);
-                v = make_float4(fadd(o.x, v.x), fadd(o.y, v.y), fadd(o.z, v.z), fadd(o.w, v.w));
-            }
-            store_vec(out + i0, v);
+            store4(out + i0, v, add);
             return false;
         }
         const size_t i1 = i0 + 4 < n ? i0 + 4 : n;
@@ -230,11 +226,7 @@ struct B16Decode {
         if (vec && i0 + 4 <= n) {
             const uint2 w = load_vec<uint2>(in + 2 * i0);
             float4 v = make_float4(u2f(w.x << 16), u2f(w.x & 0xFFFF0000u), u2f(w.y << 16), u2f(w.y & 0xFFFF0000u));
-            if (add) {
-                const float4 o = load_vec<float4>(out + i0);
-                v = make_float4(fadd(o.x, v.x), fadd(o.y, v.y), fadd(o.z, v.z), fadd(o.w, v.w));
-            }
-            store_vec(out + i0, v);
+            store4(out + i0, v, add);
             return false;
         }
         const size_t i1 = i0 + 4 < n ? i0 + 4 : n;

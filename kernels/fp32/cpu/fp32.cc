@@ -163,12 +163,7 @@ Status fp32_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPa
     if (fp32_check(p) != Status::ok || n > SIZE_MAX / 4 || len != 4 * n) return Status::corrupt;
     return decode(in, n, out, add, p.simd, p.threads);
 }
-Status fp32_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    return fp32_decode_common(in, len, n, p, out, false);
-}
-Status fp32_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    return fp32_decode_common(in, len, n, p, acc, true);
-}
+using Fp32Decode = DecodeOps<double, fp32_decode_common>;
 
 }  // namespace
 }  // namespace compmpi::narrow
@@ -184,6 +179,6 @@ extern const CodecOps codec_fp32_ops = {
     narrow::fp32_decode_f32, nullptr, nullptr, nullptr,
     /* fp64: 32 bits, the only width */
     32, 32, 32, 8,
-    nullptr, narrow::fp32_encode, narrow::fp32_decode, narrow::fp32_decode_add, nullptr, nullptr,
+    nullptr, narrow::fp32_encode, narrow::Fp32Decode::decode, narrow::Fp32Decode::decode_add, nullptr, nullptr,
 };
 }  // namespace compmpi

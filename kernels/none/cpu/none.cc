@@ -14,9 +14,6 @@ Status none_check(const CodecParams &p) {
 }
 size_t none_max_payload(size_t n, const CodecParams &p) { return n * elem_bytes(p.elem); }
 
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
-
 template <class T>
 Status none_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     if (p.elem != elem_of(in)) return Status::invalid_arg;

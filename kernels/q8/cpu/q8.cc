@@ -22,6 +22,7 @@
  */
 #include "q8/q8.h"
 
+#include "common/blocks.h"
 #include "common/maxabs.h"
 
 /* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
@@ -33,6 +34,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -74,16 +76,8 @@ Rule rule_of(int type) {
     std::abort();
 }
 
-inline uint32_t fbits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float bitsf(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+inline uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bitsf(uint32_t u) { return std::bit_cast<float>(u); }
 
 struct Tables {
     float mag[kNumTypes][128];
@@ -361,8 +355,7 @@ AVX512 void decode_avx512(const uint8_t *in, size_t n, const DecCtx &d, float *o
 }
 
 /* ---------------------------------------------------------------- dispatch + OpenMP */
-constexpr size_t kBlock = 1 << 15;       /* elements per OpenMP work item (multiple of 64) */
-constexpr size_t kParallelMin = 1 << 17; /* below this one thread is faster */
+using blocks::kBlock; /* elements per OpenMP work item (common/blocks.h) */
 
 void encode_block(const float *in, size_t n, const EncCtx &c, uint8_t *out, SimdLevel lvl) {
     if (c.divide) return encode_scalar(in, n, c, out);
@@ -387,14 +380,7 @@ bool type_ok(int type) { return type >= 0 && type < kNumTypes; }
 
 /* maxabs (bits) of the buffer, or nonfinite */
 Status scan_max(const float *in, size_t n, SimdLevel lvl, int threads, uint32_t *mx_out) {
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-    const bool par = n >= kParallelMin && threads > 1;
-    uint32_t mx = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (par)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        mx = std::max(mx, maxabs::block(in + lo, len, lvl));
-    }
+    const uint32_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= 0x7F800000u) return Status::nonfinite;
     *mx_out = mx;
     return Status::ok;
@@ -408,12 +394,7 @@ void encode_codes(const float *in, size_t n, int type, float scale, uint8_t *out
     c.divide = std::isinf(c.inv);
     std::memcpy(out, &scale, kScaleBytes);
     uint8_t *codes = out + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        encode_block(in + lo, len, c, codes + lo, lvl);
-    }
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) { encode_block(in + lo, len, c, codes + lo, lvl); });
 }
 
 }  // namespace
@@ -493,12 +474,7 @@ Status decode(const uint8_t *in, size_t n, int type, float *out, bool add, SimdL
     CMPI_CHECK(dec_ctx(in, type, &d));
     if (lvl > simd_detect()) lvl = simd_detect();
     const uint8_t *codes = in + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        decode_block(codes + lo, len, d, out + lo, add, lvl);
-    }
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) { decode_block(codes + lo, len, d, out + lo, add, lvl); });
     return Status::ok;
 }
 
@@ -512,13 +488,10 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *
      * from there into out with non-temporal stores: out is written once and never read, so
      * no read-for-ownership of its lines. The additions are the same, in the same order. */
     const bool nt = stream && cnt >= 2 && lvl == SimdLevel::avx512 && (reinterpret_cast<uintptr_t>(out) & 3) == 0;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         if (!nt) {
             for (int k = 0; k < cnt; ++k) decode_block(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
-            continue;
+            return;
         }
         static thread_local std::vector<float> acc; /* one block, grow-only */
         if (acc.size() < kBlock) acc.resize(kBlock);
@@ -531,7 +504,7 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, float *
         h = std::min(h, len);
         for (size_t i = 0; i < h; ++i) o[i] = acc[i] + bitsf(dl.tab[last[i]]);
         decode_avx512_t<true>(last + h, len - h, dl, o + h, true, acc.data() + h);
-    }
+    });
     return Status::ok;
 }
 
@@ -654,16 +627,9 @@ Status dec_ctx64(const uint8_t *in, int type, DecCtx64 *d) {
 Status scale_of(const double *in, size_t n, int type, SimdLevel lvl, int threads, float *scale_out) {
     if (!type_ok(type)) return Status::invalid_arg;
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-    uint64_t mx = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : mx) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock;
-        mx = std::max(mx, maxabs::block(in + lo, std::min(kBlock, n - lo), lvl));
-    }
+    const uint64_t mx = maxabs::parallel(in, n, lvl, threads);
     if (mx >= 0x7FF0000000000000ull) return Status::nonfinite;
-    double m;
-    std::memcpy(&m, &mx, 8);
+    const double m = std::bit_cast<double>(mx);
     if (m > static_cast<double>(FLT_MAX)) return Status::nonfinite; /* no fp32 scale holds it: exact path */
     float scale = ru_float(m);
     if (has_offset(type)) {
@@ -689,12 +655,8 @@ Status encode(const double *in, size_t n, int type, uint8_t *out, SimdLevel lvl,
     c.divide = false;
     std::memcpy(out, &scale, kScaleBytes);
     uint8_t *codes = out + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        encode_block64(in + lo, len, scale, c, codes + lo, lvl);
-    }
+    blocks::for_each(n, threads,
+                     [&](size_t lo, size_t len) { encode_block64(in + lo, len, scale, c, codes + lo, lvl); });
     return Status::ok;
 }
 
@@ -703,12 +665,8 @@ Status decode(const uint8_t *in, size_t n, int type, double *out, bool add, Simd
     CMPI_CHECK(dec_ctx64(in, type, &d));
     if (lvl > simd_detect()) lvl = simd_detect();
     const uint8_t *codes = in + kScaleBytes;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        decode_block64(codes + lo, len, d, out + lo, add, lvl);
-    }
+    blocks::for_each(n, threads,
+                     [&](size_t lo, size_t len) { decode_block64(codes + lo, len, d, out + lo, add, lvl); });
     return Status::ok;
 }
 
@@ -717,12 +675,9 @@ Status decode_sum(const uint8_t *const *in, int cnt, size_t n, int type, double 
     std::vector<DecCtx64> d(static_cast<size_t>(cnt));
     for (int k = 0; k < cnt; ++k) CMPI_CHECK(dec_ctx64(in[k], type, &d[k]));
     if (lvl > simd_detect()) lvl = simd_detect();
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n >= kParallelMin && threads > 1)
-    for (size_t b = 0; b < nblocks; ++b) {
-        const size_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    blocks::for_each(n, threads, [&](size_t lo, size_t len) {
         for (int k = 0; k < cnt; ++k) decode_block64(in[k] + kScaleBytes + lo, len, d[k], out + lo, k > 0, lvl);
-    }
+    });
     return Status::ok;
 }
 
@@ -733,8 +688,6 @@ Status q8_check(const CodecParams &p) {
     if (p.bits != 8 || !type_ok(p.variant) || p.param != 0) return Status::invalid_arg;
     return Status::ok;
 }
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
 /* both element types: the same payload, 4-byte fp32 scale + n codes */
 size_t q8_max_payload(size_t n, const CodecParams &) { return kScaleBytes + n; }
 template <class T>
@@ -763,12 +716,7 @@ template <class T> Status q8_decode_common(const uint8_t *in, size_t len, size_t
     if (len != kScaleBytes + n || len < n) return Status::corrupt;
     return decode(in, n, p.variant, out, add, p.simd, p.threads);
 }
-template <class T> Status q8_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
-    return q8_decode_common(in, len, n, p, out, false);
-}
-template <class T> Status q8_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
-    return q8_decode_common(in, len, n, p, acc, true);
-}
+template <class T> using Q8Decode = DecodeOps<T, q8_decode_common<T>>;
 
 }  // namespace
 }  // namespace compmpi::q8
@@ -780,11 +728,11 @@ extern const CodecOps codec_q8_ops = {
     "nearest), max-abs or exponent-offset scale; q8_type selects",
     0,
     8, 8, 8, 8,
-    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode<float>, q8::q8_decode<float>,
-    q8::q8_decode_add<float>, nullptr, q8::q8_decode_sum<float>, q8::q8_whole_scale<float>,
+    q8::q8_check, q8::q8_max_payload, nullptr, q8::q8_encode<float>, q8::Q8Decode<float>::decode,
+    q8::Q8Decode<float>::decode_add, nullptr, q8::q8_decode_sum<float>, q8::q8_whole_scale<float>,
     /* fp64: the fp32 payload (fp32 scale, the same codes), decided on the double |x| / s */
     8, 8, 8, 8,
-    nullptr, q8::q8_encode<double>, q8::q8_decode<double>, q8::q8_decode_add<double>, q8::q8_decode_sum<double>,
-    q8::q8_whole_scale<double>,
+    nullptr, q8::q8_encode<double>, q8::Q8Decode<double>::decode, q8::Q8Decode<double>::decode_add,
+    q8::q8_decode_sum<double>, q8::q8_whole_scale<double>,
 };
 }  // namespace compmpi

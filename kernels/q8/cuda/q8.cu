@@ -214,11 +214,7 @@ struct Decode {
         if (vec && i0 + 4 <= n) {
             const uint32_t w = load_vec<uint32_t>(codes + i0);
             float4 v = make_float4(tab[w & 0xFF], tab[(w >> 8) & 0xFF], tab[(w >> 16) & 0xFF], tab[w >> 24]);
-            if (add) {
-                const float4 o = load_vec<float4>(out + i0);
-                v = make_float4(fadd(o.x, v.x), fadd(o.y, v.y), fadd(o.z, v.z), fadd(o.w, v.w));
-            }
-            store_vec(out + i0, v);
+            store4(out + i0, v, add);
             return false;
         }
         const size_t i1 = i0 + 4 < n ? i0 + 4 : n;

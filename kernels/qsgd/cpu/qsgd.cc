@@ -18,13 +18,16 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "common/blocks.h"
 #include "common/bucket_stats.h"
 #include "common/fields.h"
+#include "common/maxabs.h"
 #include "common/philox.h"
 #include "common/simd_target.h"
 
@@ -223,6 +226,9 @@ inline bool norm_fits(float N, int b) {
     const float step = N / static_cast<float>((1 << (b - 1)) - 1);
     return static_cast<double>(step) * (1 << (b - 1)) <= FLT_MAX; /* exact: a power of two, in double */
 }
+inline bool norm_fits(double N, int b) {
+    return std::ldexp(N / static_cast<double>((1 << (b - 1)) - 1), b - 1) <= DBL_MAX;
+}
 
 /* ---------------------------------------------------------------- CodecOps */
 Status qs_check(const CodecParams &p) {
@@ -230,8 +236,9 @@ Status qs_check(const CodecParams &p) {
     return p.variant == 0 ? Status::ok : Status::invalid_arg;
 }
 
+/* both element types: the norms (fp32 or fp64, one per bucket), then the fields */
 size_t qs_max_payload(size_t n, const CodecParams &p) {
-    return 4 * bstats::bucket_count(n, p.param) + fields::bytes(n, p.bits);
+    return (p.elem == Elem::f64 ? 8 : 4) * bstats::bucket_count(n, p.param) + fields::bytes(n, p.bits);
 }
 
 Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
@@ -289,14 +296,17 @@ Status qs_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     return Status::ok;
 }
 
-/* Every check of a payload before any output is written: its steps (norm / s) into *step. */
-Status qs_steps(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *step) {
-    if (p.elem != Elem::f32 || len != qs_max_payload(n, p)) return Status::corrupt;
+/* Every check of a payload (of floats or doubles, T) before any output is written: its steps
+ * (norm / s) into *step. */
+template <class T>
+Status qs_steps(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<T> *step) {
+    const Elem elem = sizeof(T) == 8 ? Elem::f64 : Elem::f32;
+    if (qs_check(p) != Status::ok || p.elem != elem || len != qs_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
     step->resize(nb);
-    if (nb) std::memcpy(step->data(), in, 4 * nb);
-    const float sL = static_cast<float>((1 << (p.bits - 1)) - 1);
-    for (float &v : *step) {
+    if (nb) std::memcpy(step->data(), in, sizeof(T) * nb);
+    const T sL = static_cast<T>((1 << (p.bits - 1)) - 1);
+    for (T &v : *step) {
         if (!std::isfinite(v) || std::signbit(v) || !norm_fits(v, p.bits)) return Status::corrupt;
         v /= sL;
     }
@@ -313,12 +323,7 @@ Status qs_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
     return Status::ok;
 }
 
-Status qs_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return qs_decode_common(in, len, n, p, out, false);
-}
-Status qs_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return qs_decode_common(in, len, n, p, acc, true);
-}
+using QsDecode = DecodeOps<float, qs_decode_common>;
 /* The sum of cnt payloads in index order, block by block (the bits of decode + decode_add). */
 Status qs_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
     CMPI_CHECK(qs_check(p));
@@ -356,24 +361,11 @@ Status qs_reduced_params(const CodecParams &p, CodecParams *out) {
  * 2^24)]) with the fp32 codec's Philox draws: E[xi] = r (+ < 2^-24), unbiased as for floats.
  * Decode: k (N / s) in double. Quantisation scalar, AVX2 and AVX-512 (the same codes); norms,
  * packing and decode scalar; OpenMP over the fixed blocks of fields.h. */
-inline uint64_t dbits(double d) {
-    uint64_t u;
-    std::memcpy(&u, &d, 8);
-    return u;
-}
-
-/* Every field k (|k| <= 2^(b-1)) times N / s stays finite. */
-inline bool norm_fits64(double N, int b) {
-    return std::ldexp(N / static_cast<double>((1 << (b - 1)) - 1), b - 1) <= DBL_MAX;
-}
-
 /* N of v[0..cnt): max(||v||, max|v|); false on NaN/Inf */
 bool norm64(const double *v, size_t cnt, double *N) {
-    uint64_t m = 0;
-    for (size_t i = 0; i < cnt; ++i) m = std::max<uint64_t>(m, dbits(v[i]) & 0x7FFFFFFFFFFFFFFFull);
+    const uint64_t m = maxabs::scalar(v, cnt);
     if (m >= 0x7FF0000000000000ull) return false;
-    double mx;
-    std::memcpy(&mx, &m, 8);
+    const double mx = std::bit_cast<double>(m);
     if (!(mx > 0)) {
         *N = 0;
         return true;
@@ -499,18 +491,11 @@ void q_run64(const double *in, size_t i0, size_t i1, double N, double sL, const 
     }
 }
 
-size_t qs_max_payload64(size_t n, const CodecParams &p) {
-    return 8 * bstats::bucket_count(n, p.param) + fields::bytes(n, p.bits);
-}
-size_t qs_max_payload_any(size_t n, const CodecParams &p) {
-    return p.elem == Elem::f64 ? qs_max_payload64(n, p) : qs_max_payload(n, p);
-}
-
 Status qs_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     CMPI_CHECK(qs_check(p));
     if (p.elem != Elem::f64) return Status::invalid_arg;
     if (p.bucket && p.bucket != p.param) return Status::invalid_arg;
-    const size_t need = qs_max_payload64(n, p);
+    const size_t need = qs_max_payload(n, p);
     if (cap < need) return Status::invalid_arg;
     const int b = p.bits;
     const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
@@ -519,40 +504,19 @@ Status qs_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
 #pragma omp parallel for num_threads(p.threads) schedule(static) reduction(| : bad) if (n >= fields::kParallelMin && p.threads > 1)
     for (size_t j = 0; j < nb; ++j) {
         const size_t lo = j * B, cnt = std::min(B, n - lo);
-        bad |= !norm64(in + lo, cnt, &norm[j]) || !norm_fits64(norm[j], b);
+        bad |= !norm64(in + lo, cnt, &norm[j]) || !norm_fits(norm[j], b);
     }
     if (bad) return Status::nonfinite;
     const double sL = static_cast<double>((1 << (b - 1)) - 1);
     const philox::Stream st = philox::make_stream(p.seed, p.stream);
     const SimdLevel lvl = std::min(p.simd, simd_detect());
     uint8_t *codes = out + 8 * nb;
-    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
-        std::vector<int8_t> c(hi - lo);
-        for (size_t r = lo; r < hi;) {
-            const size_t j = r / B, end = std::min(hi, (j + 1) * B);
-            q_run64(in, r, end, norm[j], sL, st, c.data() + (r - lo), lvl);
-            r = end;
-        }
-        fields::pack_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
-    }
+    fields::encode_blocks(
+        n, B, p.threads,
+        [&](size_t lo, size_t hi, size_t j, int8_t *c) { q_run64(in, lo, hi, norm[j], sL, st, c, lvl); },
+        [&](const int8_t *c, size_t cnt, size_t lo) { fields::pack_scalar(c, cnt, b, codes + lo / 8 * b); });
     if (nb) std::memcpy(out, norm.data(), 8 * nb);
     *len = need;
-    return Status::ok;
-}
-
-Status qs_steps64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<double> *step) {
-    if (qs_check(p) != Status::ok || p.elem != Elem::f64 || len != qs_max_payload64(n, p)) return Status::corrupt;
-    const size_t nb = bstats::bucket_count(n, p.param);
-    step->resize(nb);
-    if (nb) std::memcpy(step->data(), in, 8 * nb);
-    const double sL = static_cast<double>((1 << (p.bits - 1)) - 1);
-    for (double &v : *step) {
-        if (!std::isfinite(v) || std::signbit(v) || !norm_fits64(v, p.bits)) return Status::corrupt;
-        v /= sL;
-    }
     return Status::ok;
 }
 
@@ -564,71 +528,46 @@ void decode_range64(const uint8_t *codes, size_t avail, int b, const double *ste
     }
 }
 
-Status qs_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
-                       double *out) {
+/* out = (or +=, add) the sum of cnt payloads in index order, block by block */
+Status decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, double *out,
+                    bool add) {
     if (cnt < 1) return Status::invalid_arg;
     std::vector<std::vector<double>> step(static_cast<size_t>(cnt));
-    for (int k = 0; k < cnt; ++k) CMPI_CHECK(qs_steps64(in[k], len[k], n, p, &step[k]));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(qs_steps(in[k], len[k], n, p, &step[k]));
     const size_t nb = step[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t lo = k * fields::kBlock, hi = std::min(n, lo + fields::kBlock);
-        for (int q = 0; q < cnt; ++q)
-            decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p.bits, step[q].data(), B, lo, hi, out, q > 0);
-    }
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t count) {
+            for (int q = 0; q < cnt; ++q)
+                decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p.bits, step[q].data(), B, lo, lo + count, out,
+                               add || q > 0);
+        },
+        fields::kBlock);
     return Status::ok;
+}
+Status qs_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                       double *out) {
+    return decode_sum64(in, len, cnt, n, p, out, false);
 }
 Status qs_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
-    std::vector<double> step;
-    CMPI_CHECK(qs_steps64(in, len, n, p, &step));
-    const size_t nb = step.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    const size_t nblocks = (n + fields::kBlock - 1) / fields::kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k)
-        decode_range64(in + 8 * nb, len - 8 * nb, p.bits, step.data(), B, k * fields::kBlock,
-                       std::min(n, (k + 1) * fields::kBlock), out, add);
-    return Status::ok;
+    return decode_sum64(&in, &len, 1, n, p, out, add);
 }
-Status qs_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    return qs_decode_common64(in, len, n, p, out, false);
-}
-Status qs_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    return qs_decode_common64(in, len, n, p, acc, true);
-}
+using QsDecode64 = DecodeOps<double, qs_decode_common64>;
 
 }  // namespace
 }  // namespace compmpi::qsgd
 
 namespace compmpi {
 extern const CodecOps codec_qsgd_ops = {
-    CodecId::qsgd,
-    "qsgd",
+    CodecId::qsgd, "qsgd",
     "stochastic s-level quantisation, norm-scaled per bucket (QSGD); bits = sign + level, s = 2^(bits-1)-1",
     CODEC_STOCHASTIC,
-    4,
-    2,
-    8,
-    1,
-    qsgd::qs_check,
-    qsgd::qs_max_payload_any,
-    nullptr,
-    qsgd::qs_encode,
-    qsgd::qs_decode,
-    qsgd::qs_decode_add,
-    qsgd::qs_reduced_params,
-    qsgd::qs_decode_sum,
-    nullptr,
+    4, 2, 8, 1,
+    qsgd::qs_check, qsgd::qs_max_payload, nullptr, qsgd::qs_encode, qsgd::QsDecode::decode,
+    qsgd::QsDecode::decode_add, qsgd::qs_reduced_params, qsgd::qs_decode_sum, nullptr,
     /* fp64: f64 norms, the same fields */
-    4,
-    2,
-    8,
-    1,
-    nullptr,
-    qsgd::qs_encode64,
-    qsgd::qs_decode64,
-    qsgd::qs_decode_add64,
-    qsgd::qs_decode_sum64,
+    4, 2, 8, 1,
+    nullptr, qsgd::qs_encode64, qsgd::QsDecode64::decode, qsgd::QsDecode64::decode_add, qsgd::qs_decode_sum64,
     nullptr,
 };
 }  // namespace compmpi

@@ -431,14 +431,11 @@ Status rf_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     *len = need;
     return Status::ok;
 }
-Status rf_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
+Status rf_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out, bool add) {
     if (rf_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, out, false, p.simd, p.threads, p.variant);
+    return decode(in, len, n, p.bits, out, add, p.simd, p.threads, p.variant);
 }
-Status rf_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    if (rf_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, p.bits, acc, true, p.simd, p.threads, p.variant);
-}
+using RfDecode = DecodeOps<float, rf_decode>;
 
 }  // namespace
 }  // namespace compmpi::rf
@@ -449,6 +446,7 @@ extern const CodecOps codec_rangefloat_ops = {
     "range-based N-bit float (Wang et al.): variant 0 range_sign (sign bit, exponent window fitted to [min|x|, max|x|], round to nearest), 1 paper (Algorithm 1: offset codes, truncation, tuned eps)",
     0,
     8, rf::kBitsMin, rf::kBitsMax, 1,
-    rf::rf_check, rf::rf_max_payload, nullptr, rf::rf_encode, rf::rf_decode, rf::rf_decode_add, nullptr,
+    rf::rf_check, rf::rf_max_payload, nullptr, rf::rf_encode, rf::RfDecode::decode, rf::RfDecode::decode_add,
+    nullptr,
 };
 }  // namespace compmpi

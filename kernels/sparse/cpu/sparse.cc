@@ -45,9 +45,6 @@ size_t sp_max_payload(size_t n, const CodecParams &p) {
     return 4 + elem_bytes(p.elem) * n;
 }
 
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
-
 template <class T>
 Status sp_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
     constexpr size_t vb = sizeof(T);

@@ -39,8 +39,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/blocks.h"
 #include "common/bucket_stats.h"
 #include "common/fields.h"
+#include "common/maxabs.h"
 #include "common/philox.h"
 #include "common/simd_target.h"
 
@@ -370,6 +372,7 @@ void tern_run(const float *in, size_t i0, size_t i1, float s, float cs, const ph
 inline bool levels_fit(float s, int b) {
     return std::ldexp(static_cast<double>(s), b - 1) <= FLT_MAX;
 }
+inline bool levels_fit(double s, int b) { return std::ldexp(s, b - 1) <= DBL_MAX; }
 
 /* round(x / s) clamped to [-K, K]; |q| < 2^22 so adding and removing 1.5 * 2^23 rounds to
  * nearest even in plain IEEE arithmetic (no libm call: the loop vectorises). */
@@ -442,6 +445,16 @@ void unpack3(const uint8_t *codes, size_t i0, size_t i1, float s, float *out, bo
     }
 }
 
+/* Elements [lo, hi), bucket j (of B elements) scaled by s[j], bucket run by bucket run. */
+void unpack3_range(const uint8_t *codes, const float *s, size_t B, size_t lo, size_t hi, float *out, bool add,
+                   SimdLevel lvl) {
+    while (lo < hi) {
+        const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
+        unpack3(codes, lo, end, s[j], out, add, lvl);
+        lo = end;
+    }
+}
+
 /* ---------------------------------------------------------------- scalers */
 /* The clip threshold c sigma of data with moments m over cnt elements (inf: no clipping). */
 float clip_threshold(const bstats::Moments &m, size_t cnt, float clip) {
@@ -507,8 +520,9 @@ Status tg_check(const CodecParams &p) {
     return Status::invalid_arg;
 }
 
+/* both element types: the scalers (fp32 or fp64, one per bucket), then the codes */
 size_t tg_max_payload(size_t n, const CodecParams &p) {
-    return 4 * bstats::bucket_count(n, p.param) + code_bytes(n, p);
+    return (p.elem == Elem::f64 ? 8 : 4) * bstats::bucket_count(n, p.param) + code_bytes(n, p);
 }
 
 /* The shared statistic (eq. 4): this rank's scaler max |clipped g| over its whole
@@ -628,14 +642,14 @@ Status encode_levels(const float *in, size_t n, const CodecParams &p, uint8_t *o
             [&](const int8_t *c, size_t cnt, size_t lo) { fields::pack(c, cnt, b, codes + lo / 8 * b, lvl); });
         return Status::ok;
     }
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        std::vector<int32_t> c(kBlock);
-        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
-        levels_of(lo, hi, c.data());
-        fields::pack_wide_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
-    }
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t cnt) {
+            std::vector<int32_t> c(kBlock);
+            levels_of(lo, lo + cnt, c.data());
+            fields::pack_wide_scalar(c.data(), cnt, b, codes + lo / 8 * b);
+        },
+        kBlock);
     return Status::ok;
 }
 
@@ -723,19 +737,21 @@ Status tg_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, 
     return Status::ok;
 }
 
-/* Every check of a payload, before any output is written: its scalers into *s. */
-Status tg_validate(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<float> *s_out) {
-    if (tg_check(p) != Status::ok || p.elem != Elem::f32) return Status::corrupt;
+/* Every check of a payload (of floats or doubles, T), before any output is written: its
+ * scalers into *s. */
+template <class T>
+Status tg_validate(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<T> *s_out) {
+    if (tg_check(p) != Status::ok || p.elem != (sizeof(T) == 8 ? Elem::f64 : Elem::f32)) return Status::corrupt;
     if (len != tg_max_payload(n, p)) return Status::corrupt;
     const size_t nb = bstats::bucket_count(n, p.param);
-    std::vector<float> &s = *s_out;
+    std::vector<T> &s = *s_out;
     s.resize(nb);
-    if (nb) std::memcpy(s.data(), in, 4 * nb);
-    for (float v : s)
+    if (nb) std::memcpy(s.data(), in, sizeof(T) * nb);
+    for (T v : s)
         if (!std::isfinite(v) || std::signbit(v) || (p.variant == kLevels && !levels_fit(v, p.bits)))
             return Status::corrupt;
-    const uint8_t *codes = in + 4 * nb;
-    const size_t avail = len - 4 * nb;
+    const uint8_t *codes = in + sizeof(T) * nb;
+    const size_t avail = len - sizeof(T) * nb;
     uint64_t bad = 0;
     if (p.variant == kBase4) { /* field 10b = -2; 8 bytes at a time (fields never straddle bytes) */
         size_t i = 0;
@@ -766,25 +782,13 @@ Status tg_decode_common(const uint8_t *in, size_t len, size_t n, const CodecPara
         return Status::ok;
     }
     const size_t B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t hi = std::min(n, (k + 1) * kBlock);
-        for (size_t lo = k * kBlock; lo < hi;) {
-            const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
-            unpack3(codes, lo, end, s[j], out, add, lvl);
-            lo = end;
-        }
-    }
+    blocks::for_each(
+        n, p.threads, [&](size_t lo, size_t cnt) { unpack3_range(codes, s.data(), B, lo, lo + cnt, out, add, lvl); },
+        kBlock);
     return Status::ok;
 }
 
-Status tg_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return tg_decode_common(in, len, n, p, out, false);
-}
-Status tg_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return tg_decode_common(in, len, n, p, acc, true);
-}
+using TgDecode = DecodeOps<float, tg_decode_common>;
 /* The sum of cnt payloads in index order, block by block (the bits of decode + decode_add). */
 Status tg_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, float *out) {
     if (cnt < 1) return Status::invalid_arg;
@@ -805,17 +809,12 @@ Status tg_decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_
         return Status::ok;
     }
     const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t hi = std::min(n, (k + 1) * kBlock);
-        for (int q = 0; q < cnt; ++q)
-            for (size_t lo = k * kBlock; lo < hi;) {
-                const size_t j = lo / B, end = std::min(hi, (j + 1) * B);
-                unpack3(codes[q], lo, end, steps[q][j], out, q > 0, lvl);
-                lo = end;
-            }
-    }
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t m) {
+            for (int q = 0; q < cnt; ++q) unpack3_range(codes[q], steps[q], B, lo, lo + m, out, q > 0, lvl);
+        },
+        kBlock);
     return Status::ok;
 }
 
@@ -849,12 +848,6 @@ struct Scale64 {
     double s, cs;
 };
 
-inline uint64_t dbits(double d) {
-    uint64_t u;
-    std::memcpy(&u, &d, 8);
-    return u;
-}
-
 /* c sigma of in[0..n) in double (inf: none), or p.clip_at; false on NaN/Inf. The sums run on
  * x 2^-e, e the exponent of max |x| (mx): exact scaling, no overflow or underflow of x^2 for
  * doubles far outside fp32's range. */
@@ -869,17 +862,19 @@ bool clip_of64(const double *in, size_t n, double mx, const CodecParams &p, doub
     const double f = std::ldexp(1.0, -e);
     const size_t nblocks = (n + kBlock - 1) / kBlock;
     std::vector<double> sum(nblocks), sq(nblocks);
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        double a = 0, b = 0;
-        for (size_t i = k * kBlock, hi = std::min(n, i + kBlock); i < hi; ++i) {
-            const double y = in[i] * f;
-            a += y;
-            b += y * y;
-        }
-        sum[k] = a;
-        sq[k] = b;
-    }
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t cnt) {
+            double a = 0, b = 0;
+            for (size_t i = lo; i < lo + cnt; ++i) {
+                const double y = in[i] * f;
+                a += y;
+                b += y * y;
+            }
+            sum[lo / kBlock] = a;
+            sq[lo / kBlock] = b;
+        },
+        kBlock);
     double a = 0, b = 0;
     for (size_t k = 0; k < nblocks; ++k) a += sum[k], b += sq[k];
     const double mean = a / static_cast<double>(n);
@@ -895,23 +890,13 @@ bool bucket_max64(const double *in, size_t n, size_t B, size_t nb, int threads, 
     if (nb == 0) return true;
     uint64_t bad = 0;
     if (nb == 1) {
-        const size_t nblocks = (n + kBlock - 1) / kBlock;
-        uint64_t m = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : m) if (n >= fields::kParallelMin && threads > 1)
-        for (size_t k = 0; k < nblocks; ++k)
-            for (size_t i = k * kBlock, hi = std::min(n, i + kBlock); i < hi; ++i)
-                m = std::max<uint64_t>(m, dbits(in[i]) & 0x7FFFFFFFFFFFFFFFull);
+        const uint64_t m = maxabs::parallel(in, n, SimdLevel::scalar, threads);
         bad = m >= 0x7FF0000000000000ull;
         std::memcpy(mx->data(), &m, 8);
     } else {
         std::vector<uint64_t> m(nb, 0);
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= fields::kParallelMin && threads > 1)
-        for (size_t j = 0; j < nb; ++j) {
-            uint64_t v = 0;
-            for (size_t i = j * B, hi = std::min(n, i + B); i < hi; ++i)
-                v = std::max<uint64_t>(v, dbits(in[i]) & 0x7FFFFFFFFFFFFFFFull);
-            m[j] = v;
-        }
+        for (size_t j = 0; j < nb; ++j) m[j] = maxabs::scalar(in + j * B, std::min(B, n - j * B));
         for (size_t j = 0; j < nb; ++j) {
             bad |= m[j] >= 0x7FF0000000000000ull;
             std::memcpy(&(*mx)[j], &m[j], 8);
@@ -933,7 +918,6 @@ bool local_scales64(const double *in, size_t n, const CodecParams &p, std::vecto
     return true;
 }
 
-size_t tg_max_payload64(size_t n, const CodecParams &p) { return 8 * bstats::bucket_count(n, p.param) + code_bytes(n, p); }
 
 /* C = ceil(gc 2^24 / s) clamped to 2^24, in double */
 inline uint32_t ceil24_64(double gc, double s) {
@@ -1053,7 +1037,6 @@ inline int32_t level_stoch64(double x, double s, double K, uint32_t w) {
     const double fl = std::floor(q);
     return static_cast<int32_t>(fl) + (static_cast<double>(w >> 8) < (q - fl) * 0x1p24 ? 1 : 0);
 }
-inline bool levels_fit64(double s, int b) { return std::ldexp(s, b - 1) <= DBL_MAX; }
 
 Status encode_levels64(const double *in, size_t n, const CodecParams &p, uint8_t *out) {
     const size_t nb = bstats::bucket_count(n, p.param), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
@@ -1070,32 +1053,33 @@ Status encode_levels64(const double *in, size_t n, const CodecParams &p, uint8_t
             if (s[j] * K < mx[j]) s[j] = std::nextafter(s[j], kInf64);
         }
     for (double v : s)
-        if (!levels_fit64(v, b)) return Status::nonfinite;
+        if (!levels_fit(v, b)) return Status::nonfinite;
     if (nb) std::memcpy(out, s.data(), 8 * nb);
     uint8_t *codes = out + 8 * nb;
     const philox::Stream st = philox::make_stream(p.seed, p.stream);
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
-        std::vector<int32_t> c(hi - lo);
-        if (grid) {
-            for (size_t i = lo; i < hi; ++i) c[i - lo] = level_one64(in[i], s[0], K);
-        } else {
-            uint32_t w[64];
-            for (size_t i = lo; i < hi;) {
-                const size_t g = i >> 6, e = std::min(hi, (g + 1) << 6);
-                philox::group_scalar(st, g, w);
-                for (; i < e; ++i) c[i - lo] = level_stoch64(in[i], s[i / B], K, w[i & 63]);
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t cnt) {
+            const size_t hi = lo + cnt;
+            std::vector<int32_t> c(cnt);
+            if (grid) {
+                for (size_t i = lo; i < hi; ++i) c[i - lo] = level_one64(in[i], s[0], K);
+            } else {
+                uint32_t w[64];
+                for (size_t i = lo; i < hi;) {
+                    const size_t g = i >> 6, e = std::min(hi, (g + 1) << 6);
+                    philox::group_scalar(st, g, w);
+                    for (; i < e; ++i) c[i - lo] = level_stoch64(in[i], s[i / B], K, w[i & 63]);
+                }
             }
-        }
-        if (b <= 8) {
-            std::vector<int8_t> c8(c.begin(), c.end());
-            fields::pack_scalar(c8.data(), hi - lo, b, codes + lo / 8 * b);
-        } else {
-            fields::pack_wide_scalar(c.data(), hi - lo, b, codes + lo / 8 * b);
-        }
-    }
+            if (b <= 8) {
+                std::vector<int8_t> c8(c.begin(), c.end());
+                fields::pack_scalar(c8.data(), cnt, b, codes + lo / 8 * b);
+            } else {
+                fields::pack_wide_scalar(c.data(), cnt, b, codes + lo / 8 * b);
+            }
+        },
+        kBlock);
     return Status::ok;
 }
 
@@ -1120,7 +1104,7 @@ Status tg_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
     if (p.elem != Elem::f64) return Status::invalid_arg;
     if (p.bucket && p.bucket != p.param) return Status::invalid_arg;
     if (!(p.shared_scale >= 0) || std::isinf(p.shared_scale)) return Status::invalid_arg;
-    const size_t need = tg_max_payload64(n, p);
+    const size_t need = tg_max_payload(n, p);
     if (cap < need) return Status::invalid_arg;
     if (p.variant == kLevels) {
         CMPI_CHECK(encode_levels64(in, n, p, out));
@@ -1138,41 +1122,16 @@ Status tg_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
     const philox::Stream st = philox::make_stream(p.seed, p.stream);
     const bool base3 = p.variant == kBase3;
     const SimdLevel lvl = std::min(p.simd, simd_detect());
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
-        std::vector<int8_t> c(hi - lo);
-        for (size_t r = lo; r < hi;) {
-            const size_t j = r / B, end = std::min(hi, (j + 1) * B);
-            tern_run64(in, r, end, sc[j].s, sc[j].cs, st, c.data() + (r - lo), lvl);
-            r = end;
-        }
-        if (base3) pack3(c.data(), hi - lo, codes + lo / 5);
-        else fields::pack_scalar(c.data(), hi - lo, 2, codes + lo / 4);
-    }
+    fields::encode_blocks(
+        n, B, p.threads,
+        [&](size_t lo, size_t hi, size_t j, int8_t *c) { tern_run64(in, lo, hi, sc[j].s, sc[j].cs, st, c, lvl); },
+        [&](const int8_t *c, size_t cnt, size_t lo) {
+            if (base3) pack3(c, cnt, codes + lo / 5);
+            else fields::pack_scalar(c, cnt, 2, codes + lo / 4);
+        });
     for (size_t j = 0; j < nb; ++j) std::memcpy(out + 8 * j, &sc[j].s, 8);
     *len = need;
     return Status::ok;
-}
-
-Status tg_validate64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, std::vector<double> *s) {
-    if (tg_check(p) != Status::ok || p.elem != Elem::f64) return Status::corrupt;
-    if (len != tg_max_payload64(n, p)) return Status::corrupt;
-    const size_t nb = bstats::bucket_count(n, p.param);
-    s->resize(nb);
-    if (nb) std::memcpy(s->data(), in, 8 * nb);
-    for (double v : *s)
-        if (!std::isfinite(v) || std::signbit(v) || (p.variant == kLevels && !levels_fit64(v, p.bits)))
-            return Status::corrupt;
-    const uint8_t *codes = in + 8 * nb;
-    const size_t avail = len - 8 * nb;
-    uint64_t bad = 0;
-    if (p.variant == kBase4)
-        for (size_t i = 0; i < avail; ++i) bad |= (codes[i] >> 1) & ~codes[i] & 0x55u;
-    else if (p.variant == kBase3)
-        for (size_t i = 0; i < avail; ++i) bad |= codes[i] > 242;
-    return bad ? Status::corrupt : Status::ok;
 }
 
 /* elements [lo, hi) of one payload, value = k s_j in double */
@@ -1187,43 +1146,30 @@ void decode_range64(const uint8_t *codes, size_t avail, const CodecParams &p, co
     }
 }
 
-Status tg_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
-                       double *out) {
+/* out = (or +=, add) the sum of cnt payloads in index order, block by block */
+Status decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, double *out,
+                    bool add) {
     if (cnt < 1) return Status::invalid_arg;
     std::vector<std::vector<double>> s(static_cast<size_t>(cnt));
-    for (int k = 0; k < cnt; ++k) CMPI_CHECK(tg_validate64(in[k], len[k], n, p, &s[k]));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(tg_validate(in[k], len[k], n, p, &s[k]));
     const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k) {
-        const size_t lo = k * kBlock, hi = std::min(n, lo + kBlock);
-        for (int q = 0; q < cnt; ++q)
-            decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p, s[q].data(), B, lo, hi, out, q > 0);
-    }
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t m) {
+            for (int q = 0; q < cnt; ++q)
+                decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p, s[q].data(), B, lo, lo + m, out, add || q > 0);
+        },
+        kBlock);
     return Status::ok;
 }
-
+Status tg_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
+                       double *out) {
+    return decode_sum64(in, len, cnt, n, p, out, false);
+}
 Status tg_decode_common64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out, bool add) {
-    std::vector<double> s;
-    CMPI_CHECK(tg_validate64(in, len, n, p, &s));
-    const size_t nb = s.size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    const size_t nblocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (n >= fields::kParallelMin && p.threads > 1)
-    for (size_t k = 0; k < nblocks; ++k)
-        decode_range64(in + 8 * nb, len - 8 * nb, p, s.data(), B, k * kBlock, std::min(n, (k + 1) * kBlock), out, add);
-    return Status::ok;
+    return decode_sum64(&in, &len, 1, n, p, out, add);
 }
-Status tg_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    return tg_decode_common64(in, len, n, p, out, false);
-}
-Status tg_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    return tg_decode_common64(in, len, n, p, acc, true);
-}
-
-/* max_payload for either element type (4- or 8-byte scalers) */
-size_t tg_max_payload_any(size_t n, const CodecParams &p) {
-    return p.elem == Elem::f64 ? tg_max_payload64(n, p) : tg_max_payload(n, p);
-}
+using TgDecode64 = DecodeOps<double, tg_decode_common64>;
 
 }  // namespace
 
@@ -1238,33 +1184,16 @@ int level_bits(int nranks) {
 
 namespace compmpi {
 extern const CodecOps codec_terngrad_ops = {
-    CodecId::terngrad,
-    "terngrad",
+    CodecId::terngrad, "terngrad",
     "stochastic ternary {-s,0,s} (TernGrad), c*sigma clipping, scaler shared across ranks; packing: base4|base3",
     CODEC_SHARED_SCALE | CODEC_STOCHASTIC,
-    2,
-    2,
-    2,
-    1,
-    terngrad::tg_check,
-    terngrad::tg_max_payload_any,
-    terngrad::tg_prepare,
-    terngrad::tg_encode,
-    terngrad::tg_decode,
-    terngrad::tg_decode_add,
-    terngrad::tg_reduced_params,
-    terngrad::tg_decode_sum,
+    2, 2, 2, 1,
+    terngrad::tg_check, terngrad::tg_max_payload, terngrad::tg_prepare, terngrad::tg_encode,
+    terngrad::TgDecode::decode, terngrad::TgDecode::decode_add, terngrad::tg_reduced_params, terngrad::tg_decode_sum,
     nullptr,
     /* fp64: the same codes after f64 scalers */
-    2,
-    2,
-    2,
-    1,
-    terngrad::tg_prepare64,
-    terngrad::tg_encode64,
-    terngrad::tg_decode64,
-    terngrad::tg_decode_add64,
-    terngrad::tg_decode_sum64,
-    nullptr,
+    2, 2, 2, 1,
+    terngrad::tg_prepare64, terngrad::tg_encode64, terngrad::TgDecode64::decode, terngrad::TgDecode64::decode_add,
+    terngrad::tg_decode_sum64, nullptr,
 };
 }  // namespace compmpi

@@ -550,9 +550,6 @@ Status decode(const uint8_t *in, size_t len, size_t n, double *out, bool add, Si
 /* ---------------------------------------------------------------- CodecOps */
 namespace {
 
-constexpr Elem elem_of(const float *) { return Elem::f32; }
-constexpr Elem elem_of(const double *) { return Elem::f64; }
-
 Status tk_check(const CodecParams &p) {
     return p.bits == 0 && p.variant == 0 && p.param == 0 ? Status::ok : Status::invalid_arg;
 }
@@ -568,14 +565,12 @@ Status tk_encode(const T *in, size_t n, const CodecParams &p, uint8_t *out, size
     CMPI_CHECK(tk_check(p));
     return encode(in, n, p.theta, out, cap, len, p.simd, p.threads);
 }
-template <class T> Status tk_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out) {
+template <class T>
+Status tk_decode_common(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *out, bool add) {
     if (p.elem != elem_of(out) || tk_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, out, false, p.simd, p.threads);
+    return decode(in, len, n, out, add, p.simd, p.threads);
 }
-template <class T> Status tk_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, T *acc) {
-    if (p.elem != elem_of(acc) || tk_check(p) != Status::ok) return Status::corrupt;
-    return decode(in, len, n, acc, true, p.simd, p.threads);
-}
+template <class T> using TkDecode = DecodeOps<T, tk_decode_common<T>>;
 
 }  // namespace
 }  // namespace compmpi::topk
@@ -586,10 +581,11 @@ extern const CodecOps codec_topk_ops = {
     "magnitude top-k (Aji & Heafield): keep ceil((1-theta) n) values exactly, as index list, bitmap or dense",
     CODEC_SPARSE | CODEC_SPATIAL_SPARSE, /* decoded data is exactly sparse: the allreduce may sum it sparsely */
     0, 0, 0, 0,
-    topk::tk_check, topk::tk_max_payload, nullptr, topk::tk_encode<float>, topk::tk_decode<float>,
-    topk::tk_decode_add<float>, nullptr, nullptr, nullptr,
+    topk::tk_check, topk::tk_max_payload, nullptr, topk::tk_encode<float>, topk::TkDecode<float>::decode,
+    topk::TkDecode<float>::decode_add, nullptr, nullptr, nullptr,
     /* fp64: the kept values as exact f64, no width */
     0, 0, 0, 0,
-    nullptr, topk::tk_encode<double>, topk::tk_decode<double>, topk::tk_decode_add<double>, nullptr, nullptr,
+    nullptr, topk::tk_encode<double>, topk::TkDecode<double>::decode, topk::TkDecode<double>::decode_add, nullptr,
+    nullptr,
 };
 }  // namespace compmpi

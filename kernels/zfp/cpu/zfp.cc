@@ -366,24 +366,7 @@ Status zfp_check(const CodecParams &p) { return check_params(p); }
 size_t zfp_max_payload(size_t n, const CodecParams &p) { return payload_bytes(n, p); }
 bool zfp_variable(const CodecParams &p) { return p.variant == kFixedAccuracy; }
 
-Status zfp_encode(const float *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
-    return encode_t(in, n, p, out, cap, len);
-}
-Status zfp_decode(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *out) {
-    return decode_t(in, len, n, p, out, false);
-}
-Status zfp_decode_add(const uint8_t *in, size_t len, size_t n, const CodecParams &p, float *acc) {
-    return decode_t(in, len, n, p, acc, true);
-}
-Status zfp_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *out, size_t cap, size_t *len) {
-    return encode_t(in, n, p, out, cap, len);
-}
-Status zfp_decode64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *out) {
-    return decode_t(in, len, n, p, out, false);
-}
-Status zfp_decode_add64(const uint8_t *in, size_t len, size_t n, const CodecParams &p, double *acc) {
-    return decode_t(in, len, n, p, acc, true);
-}
+template <class T> using ZfpDecode = DecodeOps<T, decode_t<T>>;
 
 }  // namespace
 
@@ -417,11 +400,12 @@ extern const CodecOps codec_zfp_ops = {
     "(variant 1, param = float bits of the absolute tolerance; variable size)",
     CODEC_VARIABLE_VARIANT,
     16, 4, 32, 1,
-    zfp::zfp_check, zfp::zfp_max_payload, nullptr, zfp::zfp_encode, zfp::zfp_decode, zfp::zfp_decode_add,
-    nullptr, nullptr, nullptr,
+    zfp::zfp_check, zfp::zfp_max_payload, nullptr, zfp::encode_t<float>, zfp::ZfpDecode<float>::decode,
+    zfp::ZfpDecode<float>::decode_add, nullptr, nullptr, nullptr,
     /* fp64 */
     32, 4, 64, 1,
-    nullptr, zfp::zfp_encode64, zfp::zfp_decode64, zfp::zfp_decode_add64, nullptr, nullptr,
+    nullptr, zfp::encode_t<double>, zfp::ZfpDecode<double>::decode, zfp::ZfpDecode<double>::decode_add, nullptr,
+    nullptr,
     zfp::zfp_variable,
 };
 }  // namespace compmpi
