@@ -10,6 +10,8 @@
 #             Debian's mpi4py (Open MPI), torch, numpy
 #   simulation: SimGrid 3.32's SMPI (smpicxx, smpirun; scripts/build-smpi.sh, bench/smpi/);
 #             Debian's virtual package "simgrid" is provided by libsimgrid-dev
+#   packages: debhelper, dpkg-dev, fakeroot, lintian (dpkg-buildpackage of debian/,
+#             scripts/test-deb.sh)
 # The CUDA toolkit is optional and not installed here (configure finds /usr/local/cuda).
 # Nothing system-wide is changed beyond the packages: the mpi/mpirun alternatives (the
 # plain mpicc/mpiexec) stay as the packages set them.
@@ -18,7 +20,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config
       mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libzfp-dev libcmocka-dev
       valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
       python3-mpi4py python3-torch python3-numpy
-      libsimgrid-dev)
+      libsimgrid-dev
+      debhelper dpkg-dev fakeroot lintian)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")

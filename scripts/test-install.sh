@@ -41,49 +41,16 @@ say "$(basename "$info"): $("$info" | sed -n 's/^built for MPI: //p')"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/compmpi-install-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/hello.c" <<'EOF'
-/* 4 MiB float allreduce through the installed libcompmpi: identical bits on every rank and
- * exact sums (small integers: the fp16 codec carries them exactly). */
-#include <compmpi.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const int n = 1 << 20;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *y0 = malloc(n * sizeof *y0);
-    for (int i = 0; i < n; ++i) x[i] = (float)(i % 61 + rank);
-    MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    memcpy(y0, y, n * sizeof *y);
-    MPI_Bcast(y0, n, MPI_FLOAT, 0, MPI_COMM_WORLD); /* rank 0's result, for the bit check */
-    int bad = memcmp(y, y0, n * sizeof *y) != 0;
-    for (int i = 0; i < n && !bad; ++i)
-        if (y[i] != (float)(size * (i % 61) + size * (size - 1) / 2)) bad = 1;
-    int anybad = 0;
-    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank == 0) printf("libcompmpi %s: %s\n", compmpi_version(), anybad ? "WRONG" : " No Errors");
-    MPI_Finalize();
-    return anybad;
-}
-EOF
-# fp16 is exact for these small integers: compressed (2 bytes a float) and checkable exactly
 mpi_launch_init "$family" "$(pkg-config --variable=mpiexec "$pcname")"
-MPI_ENV=(COMPMPI_CODEC=fp16 COMPMPI_STATS=1 COMPMPI_THREADS=1 COMPMPI_COST_MODEL=off)  # the cost model would keep shared memory exact
+. "$src/tests/install/check_run.sh"
 run2() { # exe label
-    mpi_launch 2 -- "$1"
-    timeout -k 5 120 "${MPI_CMD[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null || { cat "$tmp/out" "$tmp/err"; fail "$2: exit $?"; }
-    grep -q " No Errors" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; fail "$2: wrong result"; }
-    grep -Eq "compmpi-stats: coll=allreduce compressed=[1-9]" "$tmp/err" || { cat "$tmp/err"; fail "$2: nothing compressed"; }
+    check_run "$2" "$1" || fail "$2"
     say "$2: 2 ranks, compressed allreduce exact and identical: ok"
 }
 
 # dynamic: the run-time path comes from pkg-config's Libs (no LD_LIBRARY_PATH)
 # shellcheck disable=SC2046
-"$mpicc" -o "$tmp/hello_dyn" "$tmp/hello.c" $(pkg-config --cflags --libs "$pcname")
+"$mpicc" -DCOMPMPI_API -o "$tmp/hello_dyn" "$src/tests/install/allreduce_sum.c" $(pkg-config --cflags --libs "$pcname")
 # (ldd into a variable: under pipefail, `ldd | grep -q` fails when grep exits at its first match
 # and ldd, still writing, dies of SIGPIPE)
 deps=$(ldd "$tmp/hello_dyn")
@@ -93,7 +60,7 @@ grep "$libname.so.* => $prefix/lib/" >/dev/null <<<"$deps" || { echo "$deps"; fa
 # static: libcompmpi.a, everything else as pkg-config --static says
 libs=$(pkg-config --static --libs "$pcname" | sed "s/-l${libname#lib}\b//")
 # shellcheck disable=SC2086
-"$mpicc" -o "$tmp/hello_static" "$tmp/hello.c" $(pkg-config --cflags "$pcname") "$prefix/lib/$libname.a" $libs
+"$mpicc" -DCOMPMPI_API -o "$tmp/hello_static" "$src/tests/install/allreduce_sum.c" $(pkg-config --cflags "$pcname") "$prefix/lib/$libname.a" $libs
 deps=$(ldd "$tmp/hello_static")
 ! grep "$libname" >/dev/null <<<"$deps" || { echo "$deps"; fail "static: still linked to $libname.so"; }
 run2 "$tmp/hello_static" "static link"
