@@ -882,6 +882,37 @@ void given_double_payloads_when_adding_or_summing_expect_decode_plus_add_and_spa
     assert_true(s == ref);
 }
 
+/* Payloads each within the decoder's output bound (1e307 for a block's mean) whose summed
+ * spectrum passes it: the sum goes through the data domain (one inverse transform per payload,
+ * added in index order), as the float form does, not refused as corrupt (hardening.md, found
+ * by the session-17 fuzz run): exactly the bits of decode + decode_add in order, and the exact
+ * sum within the 16-bit codec's error. */
+void given_double_payloads_whose_summed_spectrum_passes_the_bound_when_summing_expect_data_domain_sum(void **) {
+    const size_t n = 5;
+    const double c = 0.99e307 / (8.0 * static_cast<double>(fft_topk::layout(n, 0).C)); /* the encoder's limit */
+    const int P = 64;
+    std::vector<std::vector<uint8_t>> b;
+    std::vector<const uint8_t *> in;
+    std::vector<size_t> len;
+    std::vector<double> chain(n), exact(n, 0.0);
+    for (int j = 0; j < P; ++j) {
+        std::vector<double> x(n);
+        for (size_t i = 0; i < n; ++i) x[i] = (i % 2 ? -c : c) * (1.0 - 0.005 * j), exact[i] += x[i];
+        b.push_back(enc64(x, 16, 0, 0.0));
+        assert_int_equal(static_cast<int>(fft_topk::decode(b[j].data(), b[j].size(), n, 16, 0, chain.data(), j > 0,
+                                                           SimdLevel::scalar, 1)), 0);
+    }
+    for (int j = 0; j < P; ++j) in.push_back(b[j].data()), len.push_back(b[j].size());
+    std::vector<double> s(n, 9.0);
+    assert_int_equal(static_cast<int>(fft_topk::decode_sum(in.data(), len.data(), P, n, 16, 0, s.data(), false,
+                                                           SimdLevel::scalar, 1)), 0);
+    assert_true(testutil::same_bytes(s.data(), chain.data(), 8 * n));
+    for (size_t i = 0; i < n; ++i)
+        if (!(std::fabs(s[i] - exact[i]) <= 1e-3 * std::fabs(exact[i]))) fail_msg("element %zu: %g, exact %g", i, s[i], exact[i]);
+    /* the bound is what sent it there: the sum's mean is past 1e307 */
+    assert_true(std::fabs(exact[0]) > 1e307 / 5);
+}
+
 void given_bad_double_input_or_payload_expect_refusal_and_output_untouched(void **) {
     const size_t n = 20001;
     const uint32_t B = 4096;
@@ -974,6 +1005,7 @@ int main() {
         cmocka_unit_test(given_doubles_at_theta_zero_and_16_bits_when_roundtrip_expect_near_exact_at_any_scale),
         cmocka_unit_test(given_doubles_on_any_path_and_thread_count_expect_identical_bytes_and_values),
         cmocka_unit_test(given_double_payloads_when_adding_or_summing_expect_decode_plus_add_and_spatial_sum),
+        cmocka_unit_test(given_double_payloads_whose_summed_spectrum_passes_the_bound_when_summing_expect_data_domain_sum),
         cmocka_unit_test(given_bad_double_input_or_payload_expect_refusal_and_output_untouched),
     };
     return cmocka_run_group_tests_name("fft_topk", tests, nullptr, nullptr);

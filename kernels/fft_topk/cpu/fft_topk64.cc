@@ -240,8 +240,12 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
     if (n == 0) return Status::ok;
     int sc = -kScMax;
     for (const Parsed64 &P : parts) sc = std::max(sc, P.sc);
-    /* every block's bound, of every payload and of their sum, before anything is written */
+    /* every payload's bound for every block before anything is written (a payload past it is
+     * corrupt), then the bound of their sum: a block whose summed spectrum could pass it is
+     * summed in the data domain instead, one inverse transform per payload added in index
+     * order, as the float form does (the sum of finite parts may then overflow as MPI's would) */
     const size_t nb = L.nblocks();
+    std::vector<uint8_t> spec(nb, 1);
     for (size_t i = 0; i < nb; ++i) {
         double total = 0; /* in units of 2^sc */
         for (const Parsed64 &P : parts) {
@@ -249,7 +253,7 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
             if (std::ldexp(raw, P.sc) / static_cast<double>(L.len(i)) > kOutBound64) return Status::corrupt;
             total += std::ldexp(raw, P.sc - sc);
         }
-        if (!(std::ldexp(total, sc) / static_cast<double>(L.len(i)) <= kOutBound64)) return Status::corrupt;
+        spec[i] = std::ldexp(total, sc) / static_cast<double>(L.len(i)) <= kOutBound64;
     }
     std::vector<double> f(static_cast<size_t>(cnt));
     for (int j = 0; j < cnt; ++j) f[j] = std::ldexp(1.0, parts[j].sc - sc);
@@ -266,26 +270,35 @@ Status decode_sum(const uint8_t *const *in, const size_t *len, int cnt, size_t n
                 fail = 1;
                 continue;
             }
-            std::memset(slot, 0, 2 * s_i * sizeof(double));
             const size_t w0 = L.pos(i) / 64, w1 = w0 + s_i / 64;
-            for (int j = 0; j < cnt; ++j) { /* in index order */
-                const Parsed64 &P = parts[j];
-                for (size_t w = w0; w < w1; ++w) {
-                    size_t r = P.rank[w];
-                    for (uint64_t m = get64(P.bitmap + 8 * w); m; m &= m - 1, ++r) {
-                        const size_t t = 64 * (w - w0) + __builtin_ctzll(m);
-                        slot[2 * t] += static_cast<double>(P.vals[2 * r]) * f[j];
-                        slot[2 * t + 1] += static_cast<double>(P.vals[2 * r + 1]) * f[j];
+            double *dst = out + i * L.B;
+            /* payloads [j0, j1) summed in the spectrum (scaled by f, or by 1 when alone), one
+             * inverse transform, scaled by 2^e / len into dst (added to it when acc) */
+            auto transform = [&](int j0, int j1, int e, bool acc) {
+                std::memset(slot, 0, 2 * s_i * sizeof(double));
+                for (int j = j0; j < j1; ++j) { /* in index order */
+                    const Parsed64 &P = parts[j];
+                    const double fj = j1 - j0 == 1 ? 1.0 : f[j];
+                    for (size_t w = w0; w < w1; ++w) {
+                        size_t r = P.rank[w];
+                        for (uint64_t m = get64(P.bitmap + 8 * w); m; m &= m - 1, ++r) {
+                            const size_t t = 64 * (w - w0) + __builtin_ctzll(m);
+                            slot[2 * t] += static_cast<double>(P.vals[2 * r]) * fj;
+                            slot[2 * t + 1] += static_cast<double>(P.vals[2 * r + 1]) * fj;
+                        }
                     }
                 }
-            }
-            fftw_execute_dft_c2r(p.c2r_oop, reinterpret_cast<fftw_complex *>(slot), tmp);
-            const double scale = std::ldexp(1.0, sc) / static_cast<double>(len_i);
-            double *dst = out + i * L.B;
-            if (add)
-                for (size_t t = 0; t < len_i; ++t) dst[t] += tmp[t] * scale;
+                fftw_execute_dft_c2r(p.c2r_oop, reinterpret_cast<fftw_complex *>(slot), tmp);
+                const double scale = std::ldexp(1.0, e) / static_cast<double>(len_i);
+                if (acc)
+                    for (size_t t = 0; t < len_i; ++t) dst[t] += tmp[t] * scale;
+                else
+                    for (size_t t = 0; t < len_i; ++t) dst[t] = tmp[t] * scale;
+            };
+            if (spec[i] || cnt == 1)
+                transform(0, cnt, sc, add);
             else
-                for (size_t t = 0; t < len_i; ++t) dst[t] = tmp[t] * scale;
+                for (int j = 0; j < cnt; ++j) transform(j, j + 1, parts[j].sc, add || j > 0);
         }
     }
     return fail ? Status::no_memory : Status::ok;
