@@ -225,6 +225,14 @@ COMPMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request *requests, int *outcoun
 COMPMPI_EXPORT int MPI_Testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses) {
     return request_testsome(incount, requests, outcount, indices, statuses);
 }
+#else
+/* MPI-3: waits on our non-blocking calls sleep while the progress thread works (progress.h) */
+COMPMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+    return request_wait(request, status);
+}
+COMPMPI_EXPORT int MPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses) {
+    return request_waitall(count, requests, statuses);
+}
 #endif
 
 /* ---- reduce-scatter (coll/reduce_scatter/) ---- */

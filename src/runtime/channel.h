@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -62,6 +63,7 @@ struct NbOp {
     NbClass cls;
     std::chrono::steady_clock::time_point t_issue{};
     bool woke = false;              /* the thread was idle when this operation was queued */
+    std::atomic<bool> done{false};  /* completed (set under the waiters' lock: progress.cc) */
 };
 
 /* The progress channel of one user communicator: its private duplicates and a FIFO served

@@ -66,6 +66,11 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
     /* alternate plain and compressed samples so slow first calls (connection set-up, page
      * faults in fresh buffers) do not all land on one side; each side's first kCostWarmup
      * samples are such calls and are not used */
+    /* samples that choose compression are confirmed by more (kCostConfirm; not where the
+     * test-only fault fixes the outcome) */
+    if (cost_entry_decided(e) && e.confirm == 0 && !(COMPMPI_FAULT_ON() && fault_cost_force()) &&
+        cost_entry_compresses(e, margin))
+        e.confirm = kCostConfirm;
     if (!cost_entry_decided(e)) return e.n_plain <= e.n_comp ? CostDecision::explore_plain : CostDecision::explore_comp;
     /* the second round, once the calls of this class run in steady state: its samples replace
      * the first round's, with no warm-up, and its decision is final. Counted in decided calls,
@@ -82,10 +87,10 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
      * this rank's own samples, comparable with its own measured time (COMPMPI_STATS).
      * Test-only: COMPMPI_FAULT=cost_plain/cost_compress fixes the outcome (src/base/fault.h). */
     if (cost_entry_verdict(e, margin)) {
-        *predicted_s = scaled(e.local_comp / kCostSamples, cls, bytes);
+        *predicted_s = scaled(e.local_comp / (e.n_comp - kCostWarmup), cls, bytes);
         return CostDecision::compress;
     }
-    *predicted_s = scaled(e.local_plain / kCostSamples, cls, bytes);
+    *predicted_s = scaled(e.local_plain / (e.n_plain - kCostWarmup), cls, bytes);
     return CostDecision::plain;
 }
 

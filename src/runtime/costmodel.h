@@ -16,7 +16,7 @@
  * After that, the plan runs compressed only if its SLOWEST sample beat the exact
  * collective's FASTEST sample by the margin `cost_margin` (on a noisy machine compression
  * must win consistently; where it only sometimes wins, the exact collective is the safe
- * choice), else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed locally and the prediction
+ * choice), and still does after kCostConfirm more samples per side, else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed locally and the prediction
  * and the measurement are added to the statistics (COMPMPI_STATS: compmpi-stats-model lines),
  * with no extra message. Why measured end to end rather than from link and codec speeds
  * alone: the exact collective's time on shared memory or on a given network is whatever the
@@ -59,6 +59,7 @@ struct CostEntry {
     double sum_comp = 0, min_comp = 0, max_comp = 0, local_comp = 0;
     int n_plain = 0, n_comp = 0; /* samples taken, warm-ups included */
     int round = 0;               /* 0: first calls of the class; 1: the steady-state re-check */
+    int confirm = 0;             /* more used samples per side: asked for once the first chose compression */
     int decided_calls = 0;       /* calls decided by round 0 */
 };
 
@@ -80,13 +81,20 @@ inline constexpr int kCostSamples = 2;
  * kCostRecheck calls decided by the first round, the class is sampled once more (kCostSamples
  * per side, no warm-up) and that decision is final. */
 inline constexpr int kCostRecheck = 64;
+/* A round whose samples choose compression takes kCostConfirm more per side (alternating, no
+ * warm-up) and decides from all of them: one scheduler tick (4 ms here) landing on both exact
+ * samples of a 0.5 ms collective made compression look 3x faster than it was (measured: a
+ * 4 MiB allgather on 2 ranks of shared memory decided compressed in 1 of 8 jobs and ran 14-21x
+ * slower until the re-check). A class that stays exact explores no more than before. */
+inline constexpr int kCostConfirm = 2;
 inline constexpr int kCostClasses = 48;
 
 /* The rule, in one place: an entry has decided once both sides have their samples; it then
  * compresses only if the slowest used compressed sample beat the fastest exact one by the
  * margin. */
 inline bool cost_entry_decided(const CostEntry &e) {
-    return e.n_plain >= kCostWarmup + kCostSamples && e.n_comp >= kCostWarmup + kCostSamples;
+    const int need = kCostWarmup + kCostSamples + e.confirm;
+    return e.n_plain >= need && e.n_comp >= need;
 }
 inline bool cost_entry_compresses(const CostEntry &e, double margin) { return e.max_comp < e.min_plain * (1.0 - margin); }
 /* The same, with the test-only COMPMPI_FAULT=cost_plain/cost_compress applied (src/base/fault.h):

@@ -308,16 +308,16 @@ int request_start(MPI_Request *r) { return nb_have_persistent() ? start_one(r) :
 int request_startall(int n, MPI_Request *r) { return nb_have_persistent() ? nb_startall(n, r) : mpi_next::Startall(n, r); }
 int request_free(MPI_Request *r) { return nb_have_persistent() ? nb_request_free(r) : mpi_next::Request_free(r); }
 int request_wait(MPI_Request *r, MPI_Status *status) {
-    if (!nb_have_persistent()) return mpi_next::Wait(r, status);
-    return with_subst(1, r, [&](MPI_Request *q) { return mpi_next::Wait(q, status); });
+    if (!nb_have_persistent()) return nb_wait_quietly(1, r), mpi_next::Wait(r, status);
+    return with_subst(1, r, [&](MPI_Request *q) { return nb_wait_quietly(1, q), mpi_next::Wait(q, status); });
 }
 int request_test(MPI_Request *r, int *flag, MPI_Status *status) {
     if (!nb_have_persistent()) return mpi_next::Test(r, flag, status);
     return with_subst(1, r, [&](MPI_Request *q) { return mpi_next::Test(q, flag, status); });
 }
 int request_waitall(int n, MPI_Request *r, MPI_Status *statuses) {
-    if (!nb_have_persistent()) return mpi_next::Waitall(n, r, statuses);
-    return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Waitall(n, q, statuses); });
+    if (!nb_have_persistent()) return nb_wait_quietly(n, r), mpi_next::Waitall(n, r, statuses);
+    return with_subst(n, r, [&](MPI_Request *q) { return nb_wait_quietly(n, q), mpi_next::Waitall(n, q, statuses); });
 }
 int request_testall(int n, MPI_Request *r, int *flag, MPI_Status *statuses) {
     if (!nb_have_persistent()) return mpi_next::Testall(n, r, flag, statuses);
@@ -338,6 +338,13 @@ int request_waitsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Sta
 int request_testsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
     if (!nb_have_persistent()) return mpi_next::Testsome(n, r, outcount, indices, statuses);
     return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testsome(n, q, outcount, indices, statuses); });
+}
+#else
+/* MPI-3 (Open MPI 4.1): no persistent collectives; a wait on our non-blocking calls still
+ * sleeps while their progress thread works */
+int request_wait(MPI_Request *r, MPI_Status *status) { return nb_wait_quietly(1, r), mpi_next::Wait(r, status); }
+int request_waitall(int n, MPI_Request *r, MPI_Status *statuses) {
+    return nb_wait_quietly(n, r), mpi_next::Waitall(n, r, statuses);
 }
 #endif
 

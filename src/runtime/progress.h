@@ -29,6 +29,11 @@ bool nb_on_progress_thread();
 /* Whether non-blocking calls can have progress threads (MPI_THREAD_MULTIPLE, nb_progress on). */
 bool nb_threads_ok();
 
+/* Before MPI's wait on these requests: sleep until those of ours (generalized requests of
+ * operations on a progress thread) are complete; returns at once for any other request. The
+ * wait then finds them complete. */
+void nb_wait_quietly(int n, const MPI_Request *reqs);
+
 /* MPI_Iallreduce & co.: `a` holds the arguments (a.kind is the blocking collective), `entry`
  * the non-blocking kind for statistics and settings. */
 int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept;
@@ -53,6 +58,10 @@ int request_waitany(int count, MPI_Request *requests, int *index, MPI_Status *st
 int request_testany(int count, MPI_Request *requests, int *index, int *flag, MPI_Status *status);
 int request_waitsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
 int request_testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
+#else
+/* MPI-3: MPI_Wait and MPI_Waitall only, for nb_wait_quietly */
+int request_wait(MPI_Request *request, MPI_Status *status);
+int request_waitall(int count, MPI_Request *requests, MPI_Status *statuses);
 #endif
 
 }  // namespace compmpi

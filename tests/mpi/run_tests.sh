@@ -46,7 +46,7 @@ while read -r line; do
     if [ -n "${MPI_TEST_EXCLUDE:-}" ] && [[ $line =~ $MPI_TEST_EXCLUDE ]]; then continue; fi
     idx=$((idx + 1))
     read -r prog np mode opts <<<"$line"
-    genv=() rank0=() args=() expect_fail=0 expect_re="" count_n="" count_re="" wrap=() only="" optional=0 idle=0
+    genv=() rank0=() args=() expect_fail=0 expect_res=() count_n="" count_re="" wrap=() only="" optional=0 idle=0
     before="" after=""
     for o in $opts; do
         case $o in
@@ -58,7 +58,7 @@ while read -r line; do
             idle_sleep) idle=1 ;;
             preload_before:*) before="${before:+$before }$top_builddir/${o#preload_before:}" ;;
             preload_after:*) after="${after:+$after }$top_builddir/${o#preload_after:}" ;;
-            expect_stderr:*) expect_re=${o#expect_stderr:}; expect_re=${expect_re//\\s/[[:space:]]} ;;
+            expect_stderr:*) re=${o#expect_stderr:}; expect_res+=("${re//\\s/[[:space:]]}") ;; # each must match
             expect_stderr_count:*) count_re=${o#expect_stderr_count:}; count_n=${count_re%%:*}
                                    count_re=${count_re#*:}; count_re=${count_re//\\s/[[:space:]]} ;;
             valgrind) wrap=(valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
@@ -114,7 +114,9 @@ while read -r line; do
         [ $rc != 0 ] && ok=0 why="exit $rc"
         [ $ok = 1 ] && ! grep -q "^ No Errors" "$log.out" && ok=0 why="no ' No Errors'"
     fi
-    if [ $ok = 1 ] && [ -n "$expect_re" ] && ! grep -Eq "$expect_re" "$log.err"; then ok=0 why="stderr lacks /$expect_re/"; fi
+    for re in "${expect_res[@]}"; do
+        if [ $ok = 1 ] && ! grep -Eq "$re" "$log.err"; then ok=0 why="stderr lacks /$re/"; fi
+    done
     if [ $ok = 1 ] && [ -n "$count_n" ]; then
         got=$(grep -Ec "$count_re" "$log.err")
         [ "$got" != "$count_n" ] && ok=0 why="$got stderr lines match /$count_re/, expected $count_n"

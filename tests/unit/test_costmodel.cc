@@ -28,10 +28,21 @@ void given_new_class_when_deciding_expect_alternating_exploration_then_decision(
         assert_true(pred == 0.0);
         cost_learn(st, Coll::allreduce, bytes, kBitpack, 8, d, i % 2 ? tc[i / 2] : tp[i / 2]);
     }
-    /* max(comp) = 0.6 ms < 0.95 * min(plain) = 0.76 ms: compress, predicted mean(comp) = 0.55 ms */
+    /* max(comp) = 0.6 ms < 0.95 * min(plain) = 0.76 ms: compression, to be confirmed by
+     * kCostConfirm more samples per side, alternating, none a warm-up */
+    static_assert(kCostConfirm == 2, "the sequence below");
+    const double tp2[] = {0.9e-3, 1.0e-3}, tc2[] = {0.55e-3, 0.5e-3};
+    for (int i = 0; i < 4; ++i) {
+        CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
+        assert_int_equal(static_cast<int>(d),
+                         static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
+        cost_learn(st, Coll::allreduce, bytes, kBitpack, 8, d, i % 2 ? tc2[i / 2] : tp2[i / 2]);
+    }
+    /* max(comp) = 0.6 ms < 0.95 * min(plain) = 0.76 ms still: compress, predicted the mean of
+     * the four used compressed samples, 0.5375 ms */
     CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
     assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::compress));
-    assert_float_equal(pred, 0.55e-3, 1e-12);
+    assert_float_equal(pred, 0.5375e-3, 1e-12);
     /* decisions are frozen: the same again */
     d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
     assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::compress));
@@ -42,13 +53,39 @@ void learn(CommState &st, Coll k, size_t b, CostDecision d, std::initializer_lis
     for (double x : t) cost_learn(st, k, b, kBitpack, 8, d, x);
 }
 
-void drive(CommState &st, Coll k, size_t bytes, int codec, int bits, double tp, double tc) {
+/* Explore until decided, every sample of a side the same: 2 (kCostWarmup + kCostSamples)
+ * calls, 2 kCostConfirm more where compression wins. Returns the calls explored. */
+int drive(CommState &st, Coll k, size_t bytes, int codec, int bits, double tp, double tc, double margin = 0.05) {
     double pred;
-    for (int i = 0; i < 2 * (kCostWarmup + kCostSamples); ++i) {
-        CostDecision d = cost_decide(st, k, bytes, codec, bits, 0.05, &pred);
-        assert_true(cost_explores(d));
+    int i = 0;
+    for (CostDecision d; cost_explores(d = cost_decide(st, k, bytes, codec, bits, margin, &pred)); ++i) {
+        assert_true(i < 2 * (kCostWarmup + kCostSamples + kCostConfirm));
         cost_learn(st, k, bytes, codec, bits, d, d == CostDecision::explore_plain ? tp : tc);
     }
+    return i;
+}
+
+/* Samples that choose compression are confirmed by more; where the confirming samples do not
+ * choose it, the class stays exact (one slow tick on both exact samples is not enough). */
+void given_compression_chosen_once_when_confirming_expect_decision_from_all_samples(void **) {
+    CommState st;
+    double pred;
+    learn(st, Coll::allgather, 1 << 22, CostDecision::explore_plain, {9e-3, 9e-3, 12e-3, 8e-3}); /* ticks */
+    learn(st, Coll::allgather, 1 << 22, CostDecision::explore_comp, {9e-3, 4e-3, 3.3e-3, 3.3e-3});
+    for (int i = 0; i < 2 * kCostConfirm; ++i) {
+        const CostDecision d = cost_decide(st, Coll::allgather, 1 << 22, kBitpack, 8, 0.05, &pred);
+        assert_int_equal(static_cast<int>(d),
+                         static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
+        cost_learn(st, Coll::allgather, 1 << 22, kBitpack, 8, d, i % 2 ? 3.3e-3 : 0.9e-3);
+    }
+    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allgather, 1 << 22, kBitpack, 8, 0.05, &pred)),
+                     static_cast<int>(CostDecision::plain));
+    assert_float_equal(pred, (12e-3 + 8e-3 + 0.9e-3 + 0.9e-3) / 4, 1e-12);
+    /* a class that stays exact explores no more than before */
+    CommState st2;
+    assert_int_equal(drive(st2, Coll::allgather, 1 << 22, kBitpack, 8, 1e-3, 3e-3), 2 * (kCostWarmup + kCostSamples));
+    assert_int_equal(drive(st2, Coll::allgather, 1 << 20, kBitpack, 8, 3e-3, 1e-3),
+                     2 * (kCostWarmup + kCostSamples + kCostConfirm));
 }
 
 /* Compression must be faster by the margin, else the exact collective runs. */
@@ -59,7 +96,8 @@ void given_compression_within_margin_when_deciding_expect_exact(void **) {
     assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, 65536, kBitpack, 16, 0.05, &pred)),
                      static_cast<int>(CostDecision::plain));
     assert_float_equal(pred, 1.0e-3, 1e-12);
-    /* with no margin the 4% gain is taken */
+    /* with no margin the 4% gain is taken (once confirmed) */
+    drive(st, Coll::bcast, 65536, kBitpack, 16, 1.0e-3, 0.96e-3, 0.0);
     assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, 65536, kBitpack, 16, 0.0, &pred)),
                      static_cast<int>(CostDecision::compress));
 }
@@ -101,6 +139,7 @@ void given_slow_first_compressed_samples_when_learning_expect_them_unused(void *
     const size_t b = 1 << 18;
     learn(st, Coll::allreduce, b, CostDecision::explore_plain, {2e-4, 2e-4, 2e-4, 2.2e-4});
     learn(st, Coll::allreduce, b, CostDecision::explore_comp, {50e-3, 5e-3, 1e-4, 1.1e-4}); /* page faults */
+    drive(st, Coll::allreduce, b, kBitpack, 8, 2e-4, 1.05e-4); /* the confirming samples */
     assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred)),
                      static_cast<int>(CostDecision::compress));
     assert_float_equal(pred, 1.05e-4, 1e-12);
@@ -141,7 +180,7 @@ void given_first_round_decision_when_rechecked_expect_steady_state_decision_fina
     bool final = true;
     const size_t b = 16384;
     drive(st, Coll::allreduce, b, kBitpack, 8, 15e-6, 8e-6); /* exact looks slow in the first calls */
-    for (int i = 0; i < kCostRecheck; ++i) {
+    for (int i = 1; i < kCostRecheck; ++i) { /* drive's last call was the first decided one */
         assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final)),
                          static_cast<int>(CostDecision::compress));
         assert_false(final);
@@ -174,6 +213,7 @@ int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(given_new_class_when_deciding_expect_alternating_exploration_then_decision),
         cmocka_unit_test(given_compression_within_margin_when_deciding_expect_exact),
+        cmocka_unit_test(given_compression_chosen_once_when_confirming_expect_decision_from_all_samples),
         cmocka_unit_test(given_other_size_or_plan_when_deciding_expect_scaled_or_separate),
         cmocka_unit_test(given_slow_first_exact_samples_when_learning_expect_them_unused),
         cmocka_unit_test(given_slow_first_compressed_samples_when_learning_expect_them_unused),
