@@ -129,6 +129,11 @@ struct NbMemoEntry {
     NbClass cls;
     uint64_t from = 0;
 };
+/* The registry of operations a wait may sleep on (src/runtime/nb_wait.cc): registered when
+ * queued, done (woken) once the thread completed the generalized request. */
+void nb_wait_register(const std::shared_ptr<NbOp> &op);
+void nb_wait_done(NbOp &op);
+
 bool nb_memo_key(const CollArgs &a, Coll entry, VerdictKey *k);
 NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry);
 void nb_memo_store(const VerdictKey &k, uint64_t gen, NbChannel *ch, const NbClass &cls, uint64_t from);

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <unordered_map>
 
 #include "base/fault.h"
 #include "base/log.h"
@@ -98,30 +97,12 @@ int channel_delete_cb(MPI_Comm, int, void *attr, void *) {
     return MPI_SUCCESS;
 }
 
-/* The application's thread waiting for a request of ours sleeps until the progress thread
- * completes it, instead of spinning in MPI's wait beside the thread that does the work (two
- * busy threads per rank: with a rank per core the scheduler takes the CPU from one of them
- * for whole ticks, 4 ms here, and explored samples came out 10-40x the collective's time).
- * Operations queued and not yet completed, by their generalized request. */
-struct Waiters {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::unordered_map<MPI_Request, std::shared_ptr<NbOp>> pending; /* guarded by mu */
-};
-/* never destroyed: a process that exits (MPI_Abort from a progress thread) while the
- * application's thread sleeps here must not block in the condition variable's destructor */
-Waiters &g_w = *new Waiters;
-std::atomic<int> g_n_pending{0};
-
 void complete(NbOp &op, int rc) {
     op.rc = rc;
+    /* out of the wait registry first: once complete, the application may free the request
+     * and MPI hand its handle to the next one, which must find no stale entry */
+    nb_wait_done(op);
     mpi_next::Grequest_complete(op.greq);
-    {
-        std::lock_guard<std::mutex> lk(g_w.mu);
-        op.done.store(true, std::memory_order_release);
-        if (g_w.pending.erase(op.greq)) g_n_pending.fetch_sub(1, std::memory_order_relaxed);
-    }
-    g_w.cv.notify_all();
 }
 
 /* The hand-off a compressed operation pays: the median of the recent wake-up latencies
@@ -374,37 +355,13 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
         return raise_error(comm, rc);
     }
     *request = op->greq;
-    {
-        std::lock_guard<std::mutex> wl(g_w.mu);
-        g_w.pending.emplace(op->greq, op);
-        g_n_pending.fetch_add(1, std::memory_order_relaxed);
-    }
+    nb_wait_register(op);
     op->t_issue = std::chrono::steady_clock::now();
     op->woke = ch->idle && ch->q.empty();
     ch->q.push_back(op);
     lk.unlock();
     ch->cv.notify_one();
     return MPI_SUCCESS;
-}
-
-void nb_wait_quietly(int n, const MPI_Request *reqs) {
-    if (g_n_pending.load(std::memory_order_relaxed) == 0) return;
-    for (int i = 0; i < n; ++i) {
-        std::shared_ptr<NbOp> op;
-        {
-            std::lock_guard<std::mutex> lk(g_w.mu);
-            const auto it = g_w.pending.find(reqs[i]);
-            if (it == g_w.pending.end()) continue; /* not ours, or already complete */
-            op = it->second;
-        }
-        /* a short spin first: a small operation completes sooner than a sleep and wake-up */
-        const auto t0 = std::chrono::steady_clock::now();
-        while (!op->done.load(std::memory_order_acquire) &&
-               std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(20))
-            __builtin_ia32_pause();
-        std::unique_lock<std::mutex> lk(g_w.mu);
-        g_w.cv.wait(lk, [&] { return op->done.load(std::memory_order_acquire); });
-    }
 }
 
 bool nb_threads_ok() { return g_progress && g_provided >= MPI_THREAD_MULTIPLE; }
