@@ -9,13 +9,7 @@
  *   code = sign(v) * xi;   decode: code * (N / s). */
 #include "qsgd/qsgd.h"
 
-/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
- * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "common/simd_target.h" /* <immintrin.h> */
 
 #include <algorithm>
 #include <bit>
@@ -29,7 +23,6 @@
 #include "common/fields.h"
 #include "common/maxabs.h"
 #include "common/philox.h"
-#include "common/simd_target.h"
 
 namespace compmpi::qsgd {
 namespace {
