@@ -237,14 +237,7 @@ CMPI_AVX512 inline void unpack_avx512(const uint8_t *codes, size_t avail, int b,
 /* out[i] (+)= k_i * step for i in [i0, i1); out is indexed from field 0. */
 inline void unpack(const uint8_t *codes, size_t avail, int b, size_t i0, size_t i1, float step, float *out, bool add,
                    SimdLevel lvl) {
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return unpack_avx512(codes, avail, b, i0, i1, step, out, add);
-        case SimdLevel::avx2:
-            return unpack_avx2(codes, avail, b, i0, i1, step, out, add);
-        default:
-            return unpack_scalar(codes, avail, b, i0, i1, step, out, add);
-    }
+    by_level<unpack_avx512, unpack_avx2, unpack_scalar>(lvl, codes, avail, b, i0, i1, step, out, add);
 }
 
 /* Fields [lo, hi), bucket j (of B elements) scaled by steps[j], bucket run by bucket run. */

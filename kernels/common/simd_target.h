@@ -12,6 +12,19 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include "simd.h"
 
 #define CMPI_AVX2 __attribute__((target("avx2")))
 #define CMPI_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+namespace compmpi {
+/* The path of lvl, Avx512, Avx2 or Scalar, called with args. */
+template <auto Avx512, auto Avx2, auto Scalar, class... A>
+inline auto by_level(SimdLevel lvl, A &&...args) {
+    switch (lvl) {
+        case SimdLevel::avx512: return Avx512(static_cast<A &&>(args)...);
+        case SimdLevel::avx2: return Avx2(static_cast<A &&>(args)...);
+        default: return Scalar(static_cast<A &&>(args)...);
+    }
+}
+}  // namespace compmpi

@@ -203,15 +203,7 @@ void q_run(const float *in, size_t i0, size_t i1, float N, float sL, const philo
         std::memset(codes, 0, i1 - i0);
         return;
     }
-    const Scale sc = make_scale(N, sL);
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return q_avx512(in, i0, i1, sc, st, codes);
-        case SimdLevel::avx2:
-            return q_avx2(in, i0, i1, sc, st, codes);
-        default:
-            return q_scalar(in, i0, i1, sc, st, codes);
-    }
+    by_level<q_avx512, q_avx2, q_scalar>(lvl, in, i0, i1, make_scale(N, sL), st, codes);
 }
 
 /* Every b-bit field k (|k| <= 2^(b-1)) times N / s stays finite: decoders reject other norms. */

@@ -349,15 +349,7 @@ void tern_run(const float *in, size_t i0, size_t i1, float s, float cs, const ph
         std::memset(codes, 0, i1 - i0);
         return;
     }
-    const Thresh th = make_thresh(s, cs);
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return tern_avx512(in, i0, i1, th, st, codes);
-        case SimdLevel::avx2:
-            return tern_avx2(in, i0, i1, th, st, codes);
-        default:
-            return tern_scalar(in, i0, i1, th, st, codes);
-    }
+    by_level<tern_avx512, tern_avx2, tern_scalar>(lvl, in, i0, i1, make_thresh(s, cs), st, codes);
 }
 
 /* ---------------------------------------------------------------- levels (phase 2) */
@@ -1007,11 +999,7 @@ void tern_run64(const double *in, size_t i0, size_t i1, double s, double cs, con
         std::memset(codes, 0, i1 - i0);
         return;
     }
-    switch (lvl) {
-        case SimdLevel::avx512: return tern64_avx512(in, i0, i1, s, cs, st, codes);
-        case SimdLevel::avx2: return tern64_avx2(in, i0, i1, s, cs, st, codes);
-        default: return tern64_scalar(in, i0, i1, s, cs, st, codes);
-    }
+    by_level<tern64_avx512, tern64_avx2, tern64_scalar>(lvl, in, i0, i1, s, cs, st, codes);
 }
 
 /* levels: round(x / s) on the shared grid, else unbiased stochastic rounding (as for floats) */
