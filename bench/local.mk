@@ -12,6 +12,7 @@ bench_overlap_bench_SOURCES = bench/overlap_bench.c
 bench_overlap_bench_LDADD = -lm
 noinst_PROGRAMS += bench/after_effect
 bench_after_effect_SOURCES = bench/after_effect.c
+bench_after_effect_LDADD =
 noinst_PROGRAMS += bench/fp64_bench
 bench_fp64_bench_SOURCES = bench/fp64_bench.c
 bench_fp64_bench_LDADD = -lm

@@ -67,58 +67,35 @@ EXTRA_DIST += tests/fuzz/corpus tests/fuzz/campaign.sh
 
 # ---- MPI tests: small programs run by tests/mpi/run_tests.sh from tests/mpi/testlist.
 # t_plain* know nothing of libcompmpi (run under LD_PRELOAD); t_* link -lcompmpi.
+# Each is one source, tests/mpi/t_NAME.c (automake's default _SOURCES), with mpitest.h; a
+# program without its own _LDADD links LDADD (libcompmpi).
+EXTRA_DIST += tests/mpi/mpitest.h
+LDADD = $(COMPMPI_LA) -lm
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
 	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
 MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel tests/mpi/t_cost_skew tests/mpi/t_plain_explore
 check_PROGRAMS += $(MPITEST_PROGS)
-tests_mpi_t_plain_passthrough_SOURCES = tests/mpi/t_plain_passthrough.c tests/mpi/mpitest.h
-tests_mpi_t_plain_compressed_SOURCES = tests/mpi/t_plain_compressed.c tests/mpi/mpitest.h
-tests_mpi_t_plain_nonfinite_SOURCES = tests/mpi/t_plain_nonfinite.c tests/mpi/mpitest.h
 tests_mpi_t_plain_passthrough_LDADD = -lm
 tests_mpi_t_plain_compressed_LDADD = -lm
 tests_mpi_t_plain_nonfinite_LDADD = -lm
-tests_mpi_t_plain_awp_buffers_SOURCES = tests/mpi/t_plain_awp_buffers.c tests/mpi/mpitest.h
 tests_mpi_t_plain_awp_buffers_LDADD = -lm
-tests_mpi_t_plain_explore_SOURCES = tests/mpi/t_plain_explore.c tests/mpi/mpitest.h
 tests_mpi_t_plain_explore_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_dtypes tests/mpi/t_plain_simd_state tests/mpi/t_plain_verdict \
 	tests/mpi/t_plain_gather_segments
-tests_mpi_t_plain_gather_segments_SOURCES = tests/mpi/t_plain_gather_segments.c tests/mpi/mpitest.h
 tests_mpi_t_plain_gather_segments_LDADD = -lm
-tests_mpi_t_plain_verdict_SOURCES = tests/mpi/t_plain_verdict.c tests/mpi/mpitest.h
 tests_mpi_t_plain_verdict_LDADD = -lm
-tests_mpi_t_plain_simd_state_SOURCES = tests/mpi/t_plain_simd_state.c tests/mpi/mpitest.h
 tests_mpi_t_plain_simd_state_LDADD = -lm
-tests_mpi_t_plain_dtypes_SOURCES = tests/mpi/t_plain_dtypes.c tests/mpi/mpitest.h
 # MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,
 # which has no MPI_T: its testlist lines are optional)
 if HAVE_MPI_T_CVARS
 MPITEST_PROGS += tests/mpi/t_mpit
 endif
-tests_mpi_t_mpit_SOURCES = tests/mpi/t_mpit.c
+tests_mpi_t_mpit_LDADD =
 tests_mpi_t_plain_dtypes_LDADD = -lm
-tests_mpi_t_compressed_SOURCES = tests/mpi/t_compressed.c tests/mpi/mpitest.h
-tests_mpi_t_compressed_LDADD = $(COMPMPI_LA) -lm
-tests_mpi_t_awp_SOURCES = tests/mpi/t_awp.c tests/mpi/mpitest.h
-tests_mpi_t_awp_LDADD = $(COMPMPI_LA) -lm
-tests_mpi_t_hints_SOURCES = tests/mpi/t_hints.c tests/mpi/mpitest.h
-tests_mpi_t_hints_LDADD = $(COMPMPI_LA) -lm
-tests_mpi_t_sparse_SOURCES = tests/mpi/t_sparse.c tests/mpi/mpitest.h
-tests_mpi_t_sparse_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_sparse_LDFLAGS = $(MPITEST_NOINSTALL)
-tests_mpi_t_codecs_SOURCES = tests/mpi/t_codecs.c tests/mpi/mpitest.h
-tests_mpi_t_codecs_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_codecs_LDFLAGS = $(MPITEST_NOINSTALL)
-tests_mpi_t_costmodel_SOURCES = tests/mpi/t_costmodel.c tests/mpi/mpitest.h
-tests_mpi_t_costmodel_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
-tests_mpi_t_cost_skew_SOURCES = tests/mpi/t_cost_skew.c tests/mpi/mpitest.h
-tests_mpi_t_cost_skew_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_cost_skew_LDFLAGS = $(MPITEST_NOINSTALL)
-tests_mpi_t_ef_SOURCES = tests/mpi/t_ef.c tests/mpi/mpitest.h
-tests_mpi_t_ef_LDADD = $(COMPMPI_LA) -lm
-tests_mpi_t_threads_SOURCES = tests/mpi/t_threads.c tests/mpi/mpitest.h
-tests_mpi_t_threads_LDADD = $(COMPMPI_LA) -lm
 
 EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh tests/check_layers.sh
 
@@ -136,28 +113,18 @@ tests_mpi_t_threads_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_ef_LDFLAGS = $(MPITEST_NOINSTALL)
 # t_unbiased: mean of many compressed allreduces = the clipped / exact sum (terngrad, qsgd)
 MPITEST_PROGS += tests/mpi/t_unbiased
-tests_mpi_t_unbiased_SOURCES = tests/mpi/t_unbiased.c tests/mpi/mpitest.h
-tests_mpi_t_unbiased_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_unbiased_LDFLAGS = $(MPITEST_NOINSTALL)
 # theta schedule (src/runtime/schedule.h)
 MPITEST_PROGS += tests/mpi/t_theta
-tests_mpi_t_theta_SOURCES = tests/mpi/t_theta.c tests/mpi/mpitest.h
-tests_mpi_t_theta_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_theta_LDFLAGS = $(MPITEST_NOINSTALL)
 # compressed recursive halving-doubling allreduce (coll/allreduce/allreduce_halving.cc)
 MPITEST_PROGS += tests/mpi/t_halving
-tests_mpi_t_halving_SOURCES = tests/mpi/t_halving.c tests/mpi/mpitest.h
-tests_mpi_t_halving_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_halving_LDFLAGS = $(MPITEST_NOINSTALL)
 # correctness at scale: every algorithm and codec family at 13-32 oversubscribed ranks
 MPITEST_PROGS += tests/mpi/t_scale
-tests_mpi_t_scale_SOURCES = tests/mpi/t_scale.c tests/mpi/mpitest.h
-tests_mpi_t_scale_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_scale_LDFLAGS = $(MPITEST_NOINSTALL)
 # allreduce_algorithm=auto with measured alpha and beta: the same choice on every rank
 MPITEST_PROGS += tests/mpi/t_auto_choice
-tests_mpi_t_auto_choice_SOURCES = tests/mpi/t_auto_choice.c tests/mpi/mpitest.h
-tests_mpi_t_auto_choice_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_auto_choice_LDFLAGS = $(MPITEST_NOINSTALL)
 # test-only LD_PRELOAD shim: idle MPICH/UCX ranks sleep instead of spinning (testlist option
 # idle_sleep; oversubscribed runs such as t_scale at 32 ranks on 2 cores)
@@ -173,7 +140,6 @@ tests_mpi_idle_sleep_la_LIBADD = -ldl
 # SimGrid SMPI (no preloading there).
 if !MPI_SMPI
 MPITEST_PROGS += tests/mpi/t_plain_profiler
-tests_mpi_t_plain_profiler_SOURCES = tests/mpi/t_plain_profiler.c tests/mpi/mpitest.h
 tests_mpi_t_plain_profiler_LDADD = -lm
 check_LTLIBRARIES += tests/mpi/prof/libtestprof.la tests/mpi/prof/libtestprof_noinit.la
 tests_mpi_prof_libtestprof_la_SOURCES = tests/mpi/prof/libtestprof.c
@@ -195,24 +161,15 @@ tests/mpi/f_allreduce: $(srcdir)/tests/mpi/f_allreduce.f90
 endif
 # non-blocking collectives (src/runtime/progress.h)
 MPITEST_PROGS += tests/mpi/t_nonblocking
-tests_mpi_t_nonblocking_SOURCES = tests/mpi/t_nonblocking.c tests/mpi/mpitest.h
-tests_mpi_t_nonblocking_LDADD = $(COMPMPI_LA) -lm
 # reduce-scatter (coll/reduce_scatter/): preloaded plain program
 MPITEST_PROGS += tests/mpi/t_plain_reduce_scatter
-tests_mpi_t_plain_reduce_scatter_SOURCES = tests/mpi/t_plain_reduce_scatter.c tests/mpi/mpitest.h
 tests_mpi_t_plain_reduce_scatter_LDADD = -lm
 # soak (bounded memory over many calls and communicators) and test-only fault injection
 MPITEST_PROGS += tests/mpi/t_soak tests/mpi/t_fault
-tests_mpi_t_soak_SOURCES = tests/mpi/t_soak.c tests/mpi/mpitest.h
-tests_mpi_t_soak_LDADD = $(COMPMPI_LA) -lm
-tests_mpi_t_fault_SOURCES = tests/mpi/t_fault.c tests/mpi/mpitest.h
-tests_mpi_t_fault_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_soak_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_fault_LDFLAGS = $(MPITEST_NOINSTALL)
 # NaN/Inf storms and hint changes between calls (exact fallback or the hints' own bits)
 MPITEST_PROGS += tests/mpi/t_storm
-tests_mpi_t_storm_SOURCES = tests/mpi/t_storm.c tests/mpi/mpitest.h
-tests_mpi_t_storm_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_storm_LDFLAGS = $(MPITEST_NOINSTALL)
 # state caps (src/runtime/state.h)
 check_PROGRAMS += tests/unit/test_state
@@ -222,16 +179,10 @@ tests_unit_test_state_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_state_LDADD = $(UNIT_LDADD)
 # fft_topk: spectral sum in the sparse allgather allreduce (fft_sum_domain)
 MPITEST_PROGS += tests/mpi/t_fft_sum
-tests_mpi_t_fft_sum_SOURCES = tests/mpi/t_fft_sum.c tests/mpi/mpitest.h
-tests_mpi_t_fft_sum_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_fft_sum_LDFLAGS = $(MPITEST_NOINSTALL)
 # error_bound: the bound holds for every element of every result (docs/error_bound.md)
 MPITEST_PROGS += tests/mpi/t_error_bound
-tests_mpi_t_error_bound_SOURCES = tests/mpi/t_error_bound.c tests/mpi/mpitest.h
-tests_mpi_t_error_bound_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_error_bound_LDFLAGS = $(MPITEST_NOINSTALL)
 # doubles through every entry point (issue 30)
 MPITEST_PROGS += tests/mpi/t_fp64
-tests_mpi_t_fp64_SOURCES = tests/mpi/t_fp64.c tests/mpi/mpitest.h
-tests_mpi_t_fp64_LDADD = $(COMPMPI_LA) -lm
 tests_mpi_t_fp64_LDFLAGS = $(MPITEST_NOINSTALL)

@@ -154,14 +154,7 @@ CMPI_AVX512 inline void seg_avx512(const float *x, size_t n, bool moments, Momen
 }
 
 inline void seg(const float *x, size_t n, bool moments, SimdLevel lvl, Moments *m) {
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return seg_avx512(x, n, moments, m);
-        case SimdLevel::avx2:
-            return seg_avx2(x, n, moments, m);
-        default:
-            return seg_scalar(x, n, moments, m);
-    }
+    by_level<seg_avx512, seg_avx2, seg_scalar>(lvl, x, n, moments, m);
 }
 
 /* Number of buckets of B elements (B = 0: one bucket) covering n elements; 0 if n = 0. */

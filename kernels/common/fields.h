@@ -16,7 +16,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "codec.h"
+#include "common/blocks.h"
 #include "common/simd_target.h"
 #include "simd.h"
 
@@ -237,14 +240,7 @@ CMPI_AVX512 inline void unpack_avx512(const uint8_t *codes, size_t avail, int b,
 /* out[i] (+)= k_i * step for i in [i0, i1); out is indexed from field 0. */
 inline void unpack(const uint8_t *codes, size_t avail, int b, size_t i0, size_t i1, float step, float *out, bool add,
                    SimdLevel lvl) {
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return unpack_avx512(codes, avail, b, i0, i1, step, out, add);
-        case SimdLevel::avx2:
-            return unpack_avx2(codes, avail, b, i0, i1, step, out, add);
-        default:
-            return unpack_scalar(codes, avail, b, i0, i1, step, out, add);
-    }
+    by_level<unpack_avx512, unpack_avx2, unpack_scalar>(lvl, codes, avail, b, i0, i1, step, out, add);
 }
 
 /* Fields [lo, hi), bucket j (of B elements) scaled by steps[j], bucket run by bucket run. */
@@ -389,6 +385,29 @@ void encode_blocks(size_t n, size_t B, int threads, CodeFn code_fn, PackFn pack_
  * (the data are then read from memory once): B divides the block. */
 inline bool fused_stats(size_t nb, size_t B) {
     return nb > 1 && kBlock % B == 0;
+}
+
+/* fp64 payloads (a double per bucket, then the codes), scalar: out = (or +=, add) the sum of
+ * cnt payloads in index order, block by block. scales(payload, len, &s) checks a payload and
+ * reads its doubles; element i of a payload is code(codes, avail, i) * s[i / B]. */
+template <class Scales, class Code>
+Status decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, double *out,
+                    bool add, Scales scales, Code code) {
+    if (cnt < 1) return Status::invalid_arg;
+    std::vector<std::vector<double>> s(static_cast<size_t>(cnt));
+    for (int k = 0; k < cnt; ++k) CMPI_CHECK(scales(in[k], len[k], &s[k]));
+    const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
+    blocks::for_each(
+        n, p.threads,
+        [&](size_t lo, size_t m) {
+            for (int q = 0; q < cnt; ++q)
+                for (size_t i = lo; i < lo + m; ++i) {
+                    const double v = static_cast<double>(code(in[q] + 8 * nb, len[q] - 8 * nb, i)) * s[q][i / B];
+                    out[i] = add || q > 0 ? out[i] + v : v;
+                }
+        },
+        kBlock);
+    return Status::ok;
 }
 
 }  // namespace compmpi::fields

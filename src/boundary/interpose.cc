@@ -129,68 +129,87 @@ COMPMPI_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
 
 /* ---- non-blocking collectives (src/runtime/progress.h) ---- */
 
-COMPMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                                  MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::iallreduce, request);
-}
+/* The non-blocking, persistent (MPI-4) and reduce-scatter entry points come in two forms:
+ * int counts, and (MPI-4 large count) MPI_Count ones with the suffix _c. SUF the suffix, Count
+ * the count type, LARGE whether it is MPI_Count, RS_INT / RS_C the int and the MPI_Count
+ * recvcounts of args_reduce_scatter (the other one nullptr). For MPI_Count the progress thread
+ * (and each persistent run) runs what the blocking _c call runs (its large-count rules), and
+ * counts above INT_MAX pass through to PMPI_I*_c (reason count_above_int_max). */
+#define COMPMPI_NONBLOCKING(SUF, Count, LARGE, RS_INT, RS_C)                                                            \
+    COMPMPI_EXPORT int MPI_Iallreduce##SUF(const void *sendbuf, void *recvbuf, Count count, MPI_Datatype datatype,       \
+                                           MPI_Op op, MPI_Comm comm, MPI_Request *request) {                           \
+        return dispatch_nb(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, LARGE), Coll::iallreduce,       \
+                           request);                                                                                   \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Iallgather##SUF(const void *sendbuf, Count sendcount, MPI_Datatype sendtype, void *recvbuf,   \
+                                           Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,                      \
+                                           MPI_Request *request) {                                                     \
+        return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, LARGE),    \
+                           Coll::iallgather, request);                                                                 \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Ibcast##SUF(void *buffer, Count count, MPI_Datatype datatype, int root, MPI_Comm comm,        \
+                                       MPI_Request *request) {                                                         \
+        return dispatch_nb(args_bcast(buffer, count, datatype, root, comm, LARGE), Coll::ibcast, request);             \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Ireduce_scatter_block##SUF(const void *sendbuf, void *recvbuf, Count recvcount,              \
+                                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,                 \
+                                                      MPI_Request *request) {                                          \
+        return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, LARGE),          \
+                           Coll::ireduce_scatter_block, request);                                                      \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Ireduce_scatter##SUF(const void *sendbuf, void *recvbuf, const Count recvcounts[],           \
+                                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,                       \
+                                                MPI_Request *request) {                                                \
+        return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, RS_INT, RS_C, datatype, op, comm),                    \
+                           Coll::ireduce_scatter, request);                                                            \
+    }
+#define COMPMPI_PERSISTENT(SUF, Count, LARGE, RS_INT, RS_C)                                                             \
+    COMPMPI_EXPORT int MPI_Allreduce_init##SUF(const void *sendbuf, void *recvbuf, Count count, MPI_Datatype datatype,   \
+                                               MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {        \
+        return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, LARGE),            \
+                                        Coll::allreduce_init, info, request);                                          \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Allgather_init##SUF(const void *sendbuf, Count sendcount, MPI_Datatype sendtype,             \
+                                               void *recvbuf, Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,   \
+                                               MPI_Info info, MPI_Request *request) {                                  \
+        return dispatch_persistent_init(                                                                               \
+            args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, LARGE),                   \
+            Coll::allgather_init, info, request);                                                                      \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Bcast_init##SUF(void *buffer, Count count, MPI_Datatype datatype, int root, MPI_Comm comm,    \
+                                           MPI_Info info, MPI_Request *request) {                                      \
+        return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, LARGE), Coll::bcast_init,      \
+                                        info, request);                                                                \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Reduce_scatter_block_init##SUF(const void *sendbuf, void *recvbuf, Count recvcount,          \
+                                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,             \
+                                                          MPI_Info info, MPI_Request *request) {                       \
+        return dispatch_persistent_init(                                                                               \
+            args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, LARGE),                         \
+            Coll::reduce_scatter_block_init, info, request);                                                           \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Reduce_scatter_init##SUF(const void *sendbuf, void *recvbuf, const Count recvcounts[],       \
+                                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,    \
+                                                    MPI_Request *request) {                                            \
+        return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, RS_INT, RS_C, datatype, op, comm),       \
+                                        Coll::reduce_scatter_init, info, request);                                     \
+    }
+#define COMPMPI_REDUCE_SCATTER(SUF, Count, LARGE, RS_INT, RS_C)                                                         \
+    COMPMPI_EXPORT int MPI_Reduce_scatter_block##SUF(const void *sendbuf, void *recvbuf, Count recvcount,               \
+                                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {                \
+        return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, LARGE));            \
+    }                                                                                                                  \
+    COMPMPI_EXPORT int MPI_Reduce_scatter##SUF(const void *sendbuf, void *recvbuf, const Count recvcounts[],            \
+                                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {                      \
+        return dispatch(args_reduce_scatter(sendbuf, recvbuf, RS_INT, RS_C, datatype, op, comm));                      \
+    }
 
-COMPMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
-                    Coll::iallgather, request);
-}
-
-COMPMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                              MPI_Request *request) {
-    return dispatch_nb(args_bcast(buffer, count, datatype, root, comm, false), Coll::ibcast, request);
-}
-
-COMPMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                                             MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
-                    Coll::ireduce_scatter_block, request);
-}
-
-COMPMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
-                    Coll::ireduce_scatter, request);
-}
+COMPMPI_NONBLOCKING(, int, false, recvcounts, nullptr)
 
 #if MPI_VERSION >= 4
 /* ---- persistent collectives (MPI-4) and the request calls that must know them ---- */
 
-COMPMPI_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                                      MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, false), Coll::allreduce_init,
-                              info, request);
-}
-
-COMPMPI_EXPORT int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                                      MPI_Request *request) {
-    return dispatch_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false),
-                              Coll::allgather_init, info, request);
-}
-
-COMPMPI_EXPORT int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
-                                  MPI_Request *request) {
-    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, false), Coll::bcast_init, info, request);
-}
-
-COMPMPI_EXPORT int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
-                                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
-                                                 MPI_Request *request) {
-    return dispatch_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false),
-                              Coll::reduce_scatter_block_init, info, request);
-}
-
-COMPMPI_EXPORT int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
-                                           MPI_Request *request) {
-    return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm),
-                              Coll::reduce_scatter_init, info, request);
-}
+COMPMPI_PERSISTENT(, int, false, recvcounts, nullptr)
 
 COMPMPI_EXPORT int MPI_Start(MPI_Request *request) {
     return request_start(request);
@@ -201,14 +220,8 @@ COMPMPI_EXPORT int MPI_Startall(int count, MPI_Request *requests) {
 COMPMPI_EXPORT int MPI_Request_free(MPI_Request *request) {
     return request_free(request);
 }
-COMPMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-    return request_wait(request, status);
-}
 COMPMPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
     return request_test(request, flag, status);
-}
-COMPMPI_EXPORT int MPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses) {
-    return request_waitall(count, requests, statuses);
 }
 COMPMPI_EXPORT int MPI_Testall(int count, MPI_Request *requests, int *flag, MPI_Status *statuses) {
     return request_testall(count, requests, flag, statuses);
@@ -225,106 +238,26 @@ COMPMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request *requests, int *outcoun
 COMPMPI_EXPORT int MPI_Testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses) {
     return request_testsome(incount, requests, outcount, indices, statuses);
 }
-#else
-/* MPI-3: waits on our non-blocking calls sleep while the progress thread works (progress.h) */
+#endif
+/* MPI-3 and MPI-4: waits on our non-blocking calls sleep while the progress thread works (progress.h) */
 COMPMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     return request_wait(request, status);
 }
 COMPMPI_EXPORT int MPI_Waitall(int count, MPI_Request *requests, MPI_Status *statuses) {
     return request_waitall(count, requests, statuses);
 }
-#endif
 
 /* ---- reduce-scatter (coll/reduce_scatter/) ---- */
 
-COMPMPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                                            MPI_Op op, MPI_Comm comm) {
-    return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, false));
-}
-
-COMPMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-    return dispatch(args_reduce_scatter(sendbuf, recvbuf, recvcounts, nullptr, datatype, op, comm));
-}
-
+COMPMPI_REDUCE_SCATTER(, int, false, recvcounts, nullptr)
 #ifdef HAVE_MPI_LARGE_COUNT
-COMPMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
-                                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-    return dispatch(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true));
-}
-
-COMPMPI_EXPORT int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
-                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-    return dispatch(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm));
-}
+COMPMPI_REDUCE_SCATTER(_c, MPI_Count, true, nullptr, recvcounts)
 #endif
 
 #if MPI_VERSION >= 4 && defined(HAVE_MPI_LARGE_COUNT)
-/* ---- MPI-4 large-count non-blocking entry points: counts up to INT_MAX elements run like
- * MPI_Iallreduce & co. (the progress thread, the same compressed algorithms); above INT_MAX
- * they pass through to PMPI_I*_c (reason count_above_int_max). ---- */
-
-COMPMPI_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                                    MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true), Coll::iallreduce, request);
-}
-
-COMPMPI_EXPORT int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
-                    Coll::iallgather, request);
-}
-
-COMPMPI_EXPORT int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                                MPI_Request *request) {
-    return dispatch_nb(args_bcast(buffer, count, datatype, root, comm, true), Coll::ibcast, request);
-}
-
-COMPMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
-                                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-    return dispatch_nb(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
-                    Coll::ireduce_scatter_block, request);
-}
-
-COMPMPI_EXPORT int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
-                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-    /* MPI_Count blocks: the progress thread runs what MPI_Reduce_scatter_c runs (its
-     * large-count rules); not eligible: PMPI_Ireduce_scatter_c */
-    return dispatch_nb(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
-                    Coll::ireduce_scatter, request);
-}
-
-COMPMPI_EXPORT int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                                        MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allreduce(sendbuf, recvbuf, count, datatype, op, comm, true), Coll::allreduce_init,
-                              info, request);
-}
-
-COMPMPI_EXPORT int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                                        MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true),
-                              Coll::allgather_init, info, request);
-}
-
-COMPMPI_EXPORT int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                                    MPI_Info info, MPI_Request *request) {
-    return dispatch_persistent_init(args_bcast(buffer, count, datatype, root, comm, true), Coll::bcast_init, info, request);
-}
-
-COMPMPI_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
-                                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
-                                                   MPI_Request *request) {
-    return dispatch_persistent_init(args_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, true),
-                              Coll::reduce_scatter_block_init, info, request);
-}
-
-COMPMPI_EXPORT int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
-                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
-                                             MPI_Request *request) {
-    /* MPI_Count blocks: each run is what MPI_Reduce_scatter_c runs; not eligible:
-     * PMPI_Reduce_scatter_init_c */
-    return dispatch_persistent_init(args_reduce_scatter(sendbuf, recvbuf, nullptr, recvcounts, datatype, op, comm),
-                              Coll::reduce_scatter_init, info, request);
-}
+/* ---- MPI-4 large-count non-blocking and persistent entry points: counts up to INT_MAX
+ * elements run like MPI_Iallreduce & co. (the progress thread, the same compressed
+ * algorithms); above INT_MAX they pass through to PMPI_I*_c (reason count_above_int_max). ---- */
+COMPMPI_NONBLOCKING(_c, MPI_Count, true, nullptr, recvcounts)
+COMPMPI_PERSISTENT(_c, MPI_Count, true, nullptr, recvcounts)
 #endif

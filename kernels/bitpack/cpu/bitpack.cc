@@ -5,13 +5,7 @@
  * packs and shuffles per 32-bit lane; fp64: one byte permute per 64-bit lane, any width). */
 #include "bitpack/bitpack.h"
 
-/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
- * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "common/simd_target.h" /* <immintrin.h> */
 
 #include <algorithm>
 #include <cstring>

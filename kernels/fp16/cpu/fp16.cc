@@ -10,13 +10,7 @@
 #include "common/blocks.h"
 #include "common/maxabs.h"
 
-/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
- * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "common/simd_target.h" /* <immintrin.h> */
 
 #include <algorithm>
 #include <bit>
@@ -273,11 +267,7 @@ Status fp16_encode(const float *in, size_t n, uint8_t *out, SimdLevel lvl, int t
     std::memcpy(out, &scale, kScaleBytes);
     uint16_t *h = reinterpret_cast<uint16_t *>(out + kScaleBytes);
     blocks::for_each(n, threads, [&](size_t lo, size_t len) {
-        switch (lvl) {
-            case SimdLevel::avx512: f16_encode_avx512(in + lo, len, c, h + lo); break;
-            case SimdLevel::avx2: f16_encode_avx2(in + lo, len, c, h + lo); break;
-            default: f16_encode_scalar(in + lo, len, c, h + lo); break;
-        }
+        by_level<f16_encode_avx512, f16_encode_avx2, f16_encode_scalar>(lvl, in + lo, len, c, h + lo);
     });
     return Status::ok;
 }
@@ -291,11 +281,7 @@ Status fp16_decode(const uint8_t *in, size_t n, float *out, bool add, SimdLevel 
     lvl = clamp_level(lvl);
     const uint16_t *h = reinterpret_cast<const uint16_t *>(in + kScaleBytes);
     blocks::for_each(n, threads, [&](size_t lo, size_t len) {
-        switch (lvl) {
-            case SimdLevel::avx512: f16_decode_avx512(h + lo, len, s, out + lo, add); break;
-            case SimdLevel::avx2: f16_decode_avx2(h + lo, len, s, out + lo, add); break;
-            default: f16_decode_scalar(h + lo, len, s, out + lo, add); break;
-        }
+        by_level<f16_decode_avx512, f16_decode_avx2, f16_decode_scalar>(lvl, h + lo, len, s, out + lo, add);
     });
     return Status::ok;
 }
@@ -317,11 +303,7 @@ void bf16_decode(const uint8_t *in, size_t n, float *out, bool add, SimdLevel lv
     lvl = clamp_level(lvl);
     const uint16_t *h = reinterpret_cast<const uint16_t *>(in);
     blocks::for_each(n, threads, [&](size_t lo, size_t len) {
-        switch (lvl) {
-            case SimdLevel::avx512: bf16_decode_avx512(h + lo, len, out + lo, add); break;
-            case SimdLevel::avx2: bf16_decode_avx2(h + lo, len, out + lo, add); break;
-            default: bf16_decode_scalar(h + lo, len, out + lo, add); break;
-        }
+        by_level<bf16_decode_avx512, bf16_decode_avx2, bf16_decode_scalar>(lvl, h + lo, len, out + lo, add);
     });
 }
 

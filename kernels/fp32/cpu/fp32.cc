@@ -110,11 +110,7 @@ CMPI_AVX512 void decode_avx512(const uint8_t *in, size_t n, double *out, bool ad
 Status encode(const double *in, size_t n, uint8_t *out, SimdLevel lvl, int threads) {
     lvl = std::min(lvl, simd_detect());
     const bool bad = blocks::any_of(n, threads, [&](size_t lo, size_t len) {
-        switch (lvl) {
-            case SimdLevel::avx512: return encode_avx512(in + lo, len, out + 4 * lo);
-            case SimdLevel::avx2: return encode_avx2(in + lo, len, out + 4 * lo);
-            default: return encode_scalar(in + lo, len, out + 4 * lo);
-        }
+        return by_level<encode_avx512, encode_avx2, encode_scalar>(lvl, in + lo, len, out + 4 * lo);
     });
     return bad ? Status::nonfinite : Status::ok;
 }
@@ -128,11 +124,7 @@ Status decode(const uint8_t *in, size_t n, double *out, bool add, SimdLevel lvl,
     });
     if (bad) return Status::corrupt;
     blocks::any_of(n, threads, [&](size_t lo, size_t len) {
-        switch (lvl) {
-            case SimdLevel::avx512: decode_avx512(in + 4 * lo, len, out + lo, add); break;
-            case SimdLevel::avx2: decode_avx2(in + 4 * lo, len, out + lo, add); break;
-            default: decode_scalar(in + 4 * lo, len, out + lo, add); break;
-        }
+        by_level<decode_avx512, decode_avx2, decode_scalar>(lvl, in + 4 * lo, len, out + lo, add);
         return false;
     });
     return Status::ok;

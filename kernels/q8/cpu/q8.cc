@@ -25,13 +25,7 @@
 #include "common/blocks.h"
 #include "common/maxabs.h"
 
-/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
- * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "common/simd_target.h" /* <immintrin.h> */
 
 #include <algorithm>
 #include <bit>
@@ -362,18 +356,10 @@ void encode_block(const float *in, size_t n, const EncCtx &c, uint8_t *out, Simd
     /* The AVX-512 level encodes with the AVX2 kernel: the step is bound by the table gather,
      * and on Zen 4 the 512-bit gather (and a 256-bit AVX-512VL variant with vpmovdb) measured
      * 3-10% slower than this one. */
-    switch (lvl) {
-        case SimdLevel::avx512:
-        case SimdLevel::avx2: return encode_avx2(in, n, c, out);
-        default: return encode_scalar(in, n, c, out);
-    }
+    return by_level<encode_avx2, encode_avx2, encode_scalar>(lvl, in, n, c, out);
 }
 void decode_block(const uint8_t *in, size_t n, const DecCtx &d, float *out, bool add, SimdLevel lvl) {
-    switch (lvl) {
-        case SimdLevel::avx512: return decode_avx512(in, n, d, out, add);
-        case SimdLevel::avx2: return decode_avx2(in, n, d, out, add);
-        default: return decode_scalar(in, n, d, out, add);
-    }
+    by_level<decode_avx512, decode_avx2, decode_scalar>(lvl, in, n, d, out, add);
 }
 
 bool type_ok(int type) { return type >= 0 && type < kNumTypes; }
@@ -565,11 +551,7 @@ void encode_block64(const double *in, size_t n, double s, const EncCtx &c, uint8
     alignas(64) float y[kChunk64];
     for (size_t lo = 0; lo < n; lo += kChunk64) {
         const size_t len = std::min(kChunk64, n - lo);
-        switch (lvl) {
-            case SimdLevel::avx512: to_y_avx512(in + lo, len, s, y); break;
-            case SimdLevel::avx2: to_y_avx2(in + lo, len, s, y); break;
-            default: to_y_scalar(in + lo, len, s, y);
-        }
+        by_level<to_y_avx512, to_y_avx2, to_y_scalar>(lvl, in + lo, len, s, y);
         encode_block(y, len, c, out + lo, lvl);
     }
 }
@@ -602,11 +584,7 @@ AVX512 void decode64_avx512(const uint8_t *in, size_t n, const DecCtx64 &d, doub
     decode64_scalar(in + i, n - i, d, out + i, add);
 }
 void decode_block64(const uint8_t *in, size_t n, const DecCtx64 &d, double *out, bool add, SimdLevel lvl) {
-    switch (lvl) {
-        case SimdLevel::avx512: return decode64_avx512(in, n, d, out, add);
-        case SimdLevel::avx2: return decode64_avx2(in, n, d, out, add);
-        default: return decode64_scalar(in, n, d, out, add);
-    }
+    by_level<decode64_avx512, decode64_avx2, decode64_scalar>(lvl, in, n, d, out, add);
 }
 
 Status dec_ctx64(const uint8_t *in, int type, DecCtx64 *d) {

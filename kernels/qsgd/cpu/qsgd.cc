@@ -9,13 +9,7 @@
  *   code = sign(v) * xi;   decode: code * (N / s). */
 #include "qsgd/qsgd.h"
 
-/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
- * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "common/simd_target.h" /* <immintrin.h> */
 
 #include <algorithm>
 #include <bit>
@@ -29,7 +23,6 @@
 #include "common/fields.h"
 #include "common/maxabs.h"
 #include "common/philox.h"
-#include "common/simd_target.h"
 
 namespace compmpi::qsgd {
 namespace {
@@ -210,15 +203,7 @@ void q_run(const float *in, size_t i0, size_t i1, float N, float sL, const philo
         std::memset(codes, 0, i1 - i0);
         return;
     }
-    const Scale sc = make_scale(N, sL);
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return q_avx512(in, i0, i1, sc, st, codes);
-        case SimdLevel::avx2:
-            return q_avx2(in, i0, i1, sc, st, codes);
-        default:
-            return q_scalar(in, i0, i1, sc, st, codes);
-    }
+    by_level<q_avx512, q_avx2, q_scalar>(lvl, in, i0, i1, make_scale(N, sL), st, codes);
 }
 
 /* Every b-bit field k (|k| <= 2^(b-1)) times N / s stays finite: decoders reject other norms. */
@@ -520,30 +505,13 @@ Status qs_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
     return Status::ok;
 }
 
-void decode_range64(const uint8_t *codes, size_t avail, int b, const double *step, size_t B, size_t lo, size_t hi,
-                    double *out, bool add) {
-    for (size_t i = lo; i < hi; ++i) {
-        const double v = static_cast<double>(fields::field(codes, avail, b, i)) * step[i / B];
-        out[i] = add ? out[i] + v : v;
-    }
-}
-
-/* out = (or +=, add) the sum of cnt payloads in index order, block by block */
+/* out = (or +=, add) the sum of cnt payloads in index order, block by block: k (N / s) */
 Status decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, double *out,
                     bool add) {
-    if (cnt < 1) return Status::invalid_arg;
-    std::vector<std::vector<double>> step(static_cast<size_t>(cnt));
-    for (int k = 0; k < cnt; ++k) CMPI_CHECK(qs_steps(in[k], len[k], n, p, &step[k]));
-    const size_t nb = step[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    blocks::for_each(
-        n, p.threads,
-        [&](size_t lo, size_t count) {
-            for (int q = 0; q < cnt; ++q)
-                decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p.bits, step[q].data(), B, lo, lo + count, out,
-                               add || q > 0);
-        },
-        fields::kBlock);
-    return Status::ok;
+    return fields::decode_sum64(
+        in, len, cnt, n, p, out, add,
+        [&](const uint8_t *b, size_t l, std::vector<double> *step) { return qs_steps(b, l, n, p, step); },
+        [&](const uint8_t *codes, size_t avail, size_t i) { return fields::field(codes, avail, p.bits, i); });
 }
 Status qs_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
                        double *out) {

@@ -22,13 +22,7 @@
  * rounding of x / s_j, s_j = max|x_j| / K rounded up. */
 #include "terngrad/terngrad.h"
 
-/* GCC 12 reports the _mm512_undefined_*() inside the AVX-512 intrinsics as
- * (maybe-)uninitialized once they are inlined (GCC PR 105593): a false positive. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "common/simd_target.h" /* <immintrin.h> */
 
 #include <algorithm>
 #include <array>
@@ -44,7 +38,6 @@
 #include "common/fields.h"
 #include "common/maxabs.h"
 #include "common/philox.h"
-#include "common/simd_target.h"
 
 namespace compmpi::terngrad {
 namespace {
@@ -356,15 +349,7 @@ void tern_run(const float *in, size_t i0, size_t i1, float s, float cs, const ph
         std::memset(codes, 0, i1 - i0);
         return;
     }
-    const Thresh th = make_thresh(s, cs);
-    switch (lvl) {
-        case SimdLevel::avx512:
-            return tern_avx512(in, i0, i1, th, st, codes);
-        case SimdLevel::avx2:
-            return tern_avx2(in, i0, i1, th, st, codes);
-        default:
-            return tern_scalar(in, i0, i1, th, st, codes);
-    }
+    by_level<tern_avx512, tern_avx2, tern_scalar>(lvl, in, i0, i1, make_thresh(s, cs), st, codes);
 }
 
 /* ---------------------------------------------------------------- levels (phase 2) */
@@ -1014,11 +999,7 @@ void tern_run64(const double *in, size_t i0, size_t i1, double s, double cs, con
         std::memset(codes, 0, i1 - i0);
         return;
     }
-    switch (lvl) {
-        case SimdLevel::avx512: return tern64_avx512(in, i0, i1, s, cs, st, codes);
-        case SimdLevel::avx2: return tern64_avx2(in, i0, i1, s, cs, st, codes);
-        default: return tern64_scalar(in, i0, i1, s, cs, st, codes);
-    }
+    by_level<tern64_avx512, tern64_avx2, tern64_scalar>(lvl, in, i0, i1, s, cs, st, codes);
 }
 
 /* levels: round(x / s) on the shared grid, else unbiased stochastic rounding (as for floats) */
@@ -1134,33 +1115,16 @@ Status tg_encode64(const double *in, size_t n, const CodecParams &p, uint8_t *ou
     return Status::ok;
 }
 
-/* elements [lo, hi) of one payload, value = k s_j in double */
-void decode_range64(const uint8_t *codes, size_t avail, const CodecParams &p, const double *s, size_t B, size_t lo,
-                    size_t hi, double *out, bool add) {
-    for (size_t i = lo; i < hi; ++i) {
-        int32_t k;
-        if (p.variant == kBase3) k = static_cast<int32_t>(kDigits[codes[i / 5]][i % 5]);
-        else k = fields::field(codes, avail, p.variant == kBase4 ? 2 : p.bits, i);
-        const double v = static_cast<double>(k) * s[i / B];
-        out[i] = add ? out[i] + v : v;
-    }
-}
-
-/* out = (or +=, add) the sum of cnt payloads in index order, block by block */
+/* out = (or +=, add) the sum of cnt payloads in index order, block by block: k s_j in double */
 Status decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p, double *out,
                     bool add) {
-    if (cnt < 1) return Status::invalid_arg;
-    std::vector<std::vector<double>> s(static_cast<size_t>(cnt));
-    for (int k = 0; k < cnt; ++k) CMPI_CHECK(tg_validate(in[k], len[k], n, p, &s[k]));
-    const size_t nb = s[0].size(), B = nb <= 1 ? std::max<size_t>(n, 1) : p.param;
-    blocks::for_each(
-        n, p.threads,
-        [&](size_t lo, size_t m) {
-            for (int q = 0; q < cnt; ++q)
-                decode_range64(in[q] + 8 * nb, len[q] - 8 * nb, p, s[q].data(), B, lo, lo + m, out, add || q > 0);
-        },
-        kBlock);
-    return Status::ok;
+    return fields::decode_sum64(
+        in, len, cnt, n, p, out, add,
+        [&](const uint8_t *b, size_t l, std::vector<double> *s) { return tg_validate(b, l, n, p, s); },
+        [&](const uint8_t *codes, size_t avail, size_t i) -> int32_t {
+            if (p.variant == kBase3) return static_cast<int32_t>(kDigits[codes[i / 5]][i % 5]);
+            return fields::field(codes, avail, p.variant == kBase4 ? 2 : p.bits, i);
+        });
 }
 Status tg_decode_sum64(const uint8_t *const *in, const size_t *len, int cnt, size_t n, const CodecParams &p,
                        double *out) {
