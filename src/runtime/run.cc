@@ -239,10 +239,13 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
      * The sample still pays what a compressed call pays after its exchange: awp's norm of the
      * result (below; 0.6 ms of a 1.5 ms 4 MiB allgather on 2 ranks of shared memory, which
      * without it sampled at 0.5 ms and beat the exact 0.8 ms), observed by no one. */
+    /* whose norm awp observes (docs/design.md): bcast and reduce-scatter, the root's fp32 input
+     * carried in the frame; allreduce/allgather, the result, bit-identical on every rank */
+    auto awp_norm = [&] {
+        return a.kind == Coll::bcast || coll_is_reduce_scatter(a.kind) ? root_norm : be_l2norm(c, out, result_n);
+    };
     if (shadow && (s == Status::ok || s == Status::nonfinite || s == Status::corrupt)) {
-        if (s == Status::ok && plan.awp && a.kind != Coll::bcast && !coll_is_reduce_scatter(a.kind)) {
-            [[maybe_unused]] volatile double norm = be_l2norm(c, out, result_n);
-        }
+        if (s == Status::ok && plan.awp) [[maybe_unused]] volatile double norm = awp_norm();
         return MPI_SUCCESS;
     }
 
@@ -253,12 +256,7 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
             else if (c.fallback_reason) cs.fallback_error++;
             cs.compressed++;
             cs.bytes_in += n * sizeof(T);
-            /* whose norm (docs/design.md): bcast, the root's fp32 input carried in the frame;
-             * allreduce/allgather, the result, bit-identical on every rank */
-            if (plan.awp)
-                policy_observe(st, plan, a.kind == Coll::bcast || coll_is_reduce_scatter(a.kind)
-                                             ? root_norm
-                                             : be_l2norm(c, out, result_n));
+            if (plan.awp) policy_observe(st, plan, awp_norm());
             if (c.restore_n)
                 be_copy(c, static_cast<T *>(c.restore_dst), static_cast<const T *>(c.restore_src), c.restore_n);
             return MPI_SUCCESS;
