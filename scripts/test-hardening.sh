@@ -4,7 +4,8 @@
 #          library): the unit tests, the MPI test list under ASan (LD_PRELOAD and linked;
 #          the valgrind lines and the runs without libcompmpi left out), then every libFuzzer
 #          target for FUZZ_SECONDS from the committed corpus
-#   tsan   GCC build with TSan: the MPI_THREAD_MULTIPLE test (t_threads)
+#   tsan   GCC build with TSan: the MPI_THREAD_MULTIPLE test (t_threads) and the direct path's
+#          lock-free issue index against agreements (t_nb_race)
 #   asan   (not run by default: the clang part covers it) the same ASan+UBSan checks as
 #          clang's, with GCC
 # Each part configures its own build directory (_build-clang, _build-tsan, _build-asan) and
@@ -85,7 +86,7 @@ mpi_list_asan() {
     # 9-minute budget on 2 cores. ASAN_MPI_ALL=1 runs every line.
     # (t_storm: NaN storms over every form and hint churn; t_fault: a truncated blob in the
     # progress thread's allreduce)
-    local filter='^(t_plain_(compressed|passthrough|nonfinite) +2 preload *$|t_plain_dtypes +3 preload|t_(compressed|hints|ef|threads) +2 link *$|t_sparse +3 link *$|t_codecs +3 link arg|t_awp +2 link *$|t_costmodel +2 link COMPMPI_COST_MODEL=on|t_plain_awp_buffers +2 preload arg:bcast|f_allreduce +3 preload|t_storm +2 link|t_fault +3 link COMPMPI_FAULT=truncate_blob:rank=1:call=3 COMPMPI_STATS=1 arg:coll=iallreduce)'
+    local filter='^(t_plain_(compressed|passthrough|nonfinite) +2 preload *$|t_plain_dtypes +3 preload|t_(compressed|hints|ef|threads) +2 link *$|t_sparse +3 link *$|t_codecs +3 link arg|t_awp +2 link *$|t_costmodel +2 link COMPMPI_COST_MODEL=on|t_plain_awp_buffers +2 preload arg:bcast|f_allreduce +3 preload|t_storm +2 link|t_fault +3 link COMPMPI_FAULT=truncate_blob:rank=1:call=3 COMPMPI_STATS=1 arg:coll=iallreduce|t_nb_race +2 link COMPMPI_COST_MODEL=auto COMPMPI_FAULT=cost_plain *$)'
     [ "${ASAN_MPI_ALL:-0}" = 1 ] && filter=''
     # Leak checking is off in the MPI processes: LSan reports allocations made by MPI's
     # dlopen()ed transports whose modules are unloaded at MPI_Finalize ("<unknown module>",
@@ -159,9 +160,9 @@ part_asan() {
 part_tsan() {
     local dir=_build-tsan
     configure_in "$dir" --enable-sanitizers=thread --disable-openmp CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" || return 1
-    make -C "$dir" -j"$jobs" tests/mpi/t_threads >"$dir/make.out" 2>&1 || { grep -E "error" -A5 "$dir/make.out" | head -40; return 1; }
+    make -C "$dir" -j"$jobs" tests/mpi/t_threads tests/mpi/t_nb_race >"$dir/make.out" 2>&1 || { grep -E "error" -A5 "$dir/make.out" | head -40; return 1; }
     export TSAN_OPTIONS="halt_on_error=1:exitcode=88:second_deadlock_stack=1:suppressions=$top/tests/mpi/tsan.supp"
-    (cd "$dir" && MPI_TEST_FILTER='^t_threads ' MPI_TEST_TIMEOUT=300 top_builddir=$PWD top_srcdir=$top \
+    (cd "$dir" && MPI_TEST_FILTER='^(t_threads|t_nb_race +2) ' MPI_TEST_TIMEOUT=300 top_builddir=$PWD top_srcdir=$top \
         "$top/tests/mpi/run_tests.sh") >"$dir/mpi.out" 2>&1 && { tail -1 "$dir/mpi.out"; return 0; }
     grep -A80 '^FAIL' "$dir/mpi.out" | head -150
     return 1

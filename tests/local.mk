@@ -73,7 +73,8 @@ EXTRA_DIST += tests/mpi/mpitest.h
 LDADD = $(COMPMPI_LA) -lm
 MPITEST_PROGS += tests/mpi/t_plain_passthrough tests/mpi/t_plain_compressed tests/mpi/t_plain_nonfinite \
 	tests/mpi/t_compressed tests/mpi/t_awp tests/mpi/t_hints tests/mpi/t_threads tests/mpi/t_ef tests/mpi/t_sparse tests/mpi/t_codecs
-MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel tests/mpi/t_cost_skew tests/mpi/t_plain_explore
+MPITEST_PROGS += tests/mpi/t_plain_awp_buffers tests/mpi/t_costmodel tests/mpi/t_cost_skew tests/mpi/t_plain_explore \
+	tests/mpi/t_nb_race
 check_PROGRAMS += $(MPITEST_PROGS)
 tests_mpi_t_plain_passthrough_LDADD = -lm
 tests_mpi_t_plain_compressed_LDADD = -lm

@@ -83,6 +83,11 @@ bool fault_stage_mpi();
 /* COMPMPI_FAULT=cost_plain / cost_compress: -1 / +1 (0 otherwise; read only when COMPMPI_FAULT_ON()). */
 int fault_cost_force();
 
+/* A fault that keeps per-call records is armed: the memos of exact verdicts stay off
+ * (src/runtime/verdict.h). cost_plain / cost_compress only fix decisions, which the memos
+ * replay like any other, so tests of the direct path can force it. */
+#define COMPMPI_FAULT_RECORDS_CALLS() (COMPMPI_FAULT_ON() && ::compmpi::fault_cost_force() == 0)
+
 /* For tests: the fault's state (0 armed, 1 fired, -1 none configured). */
 int fault_state();
 

@@ -63,7 +63,7 @@ struct NbOp {
     NbClass cls;
     std::chrono::steady_clock::time_point t_issue{};
     bool woke = false;              /* the thread was idle when this operation was queued */
-    std::atomic<bool> done{false};  /* completed (set under the waiters' lock: progress.cc) */
+    std::atomic<bool> done{false};  /* complete in MPI (set under the waiters' lock: nb_wait.cc) */
 };
 
 /* The progress channel of one user communicator: its private duplicates and a FIFO served
@@ -84,12 +84,16 @@ struct NbChannel {
     bool stop = false;
     bool joined = false;
     bool idle = false;          /* the thread waits for work */
-    /* guarded by mu: operations issued so far, the classes that go direct and from which
-     * index, and whether an agreement on a new one is under way (then every gated operation
-     * is queued; the thread issues those that turn out direct, in index order) */
-    uint64_t issued = 0;
+    /* operations issued so far, the classes that go direct and from which index (guarded by
+     * mu), and whether an agreement on a new one is under way (then every gated operation is
+     * queued; the thread issues those that turn out direct, in index order). `issued` is
+     * written by the application's thread that issues the communicator's collectives (one at
+     * a time: MPI's rule), under mu except on the memo's direct path (channel_take_memo),
+     * which reads `agreeing` without it; the thread sets `agreeing` under mu and clears it
+     * last, with release */
+    std::atomic<uint64_t> issued{0};
     std::map<NbClass, uint64_t> direct_from;
-    bool agreeing = false;
+    std::atomic<bool> agreeing{false};
     /* the thread's own: operations it issued on `direct` for the application (queued while an
      * agreement ran), polled until complete; recent hand-off latencies */
     std::vector<std::pair<MPI_Request, std::shared_ptr<NbOp>>> inflight;
@@ -114,14 +118,33 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
  * is taken and true; *from gets the class's first direct index (fixed once agreed). Caller
  * holds ch->mu. */
 bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from = nullptr);
+/* The next index for a call the memo found direct from index `from`, without ch->mu (the
+ * lock was a fifth of the direct path's cost on a 0.45 us bcast): true if taken, false while
+ * an agreement runs (the call then takes the locked path). Only the calling thread writes
+ * `issued`. Why the lock is not needed (docs/design.md, "The direct path takes no lock"):
+ * what the thread issues on `direct` when an agreement ends was queued under ch->mu after it
+ * set `agreeing` there, so that lock hands `agreeing` to this thread and none of its later
+ * calls comes here before the thread clears the flag -- after those issues, with release
+ * (acquire here); and every call this path issued before is earlier in issue order. An
+ * index the agreement missed (read before this store) only belongs to a class already
+ * direct: the operations of the class being agreed that it must count were queued under
+ * the lock, before it read `issued`, or after, when they see `agreeing`. */
+inline bool channel_take_memo(NbChannel *ch, uint64_t from) {
+    if (ch->agreeing.load(std::memory_order_acquire)) return false;
+    const uint64_t i = ch->issued.load(std::memory_order_relaxed);
+    if (i < from) return false;
+    ch->issued.store(i + 1, std::memory_order_relaxed);
+    return true;
+}
 /* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted (`count`) as
- * `cost_model` under entry. Caller holds ch->mu (the order on `direct` is the issue order). */
+ * `cost_model` under entry. Caller holds ch->mu, or took the index with channel_take_memo
+ * (the order on `direct` is the issue order). */
 int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count = true);
 
 /* The direct path's memo (src/runtime/nb_memo.cc; docs/design.md, "Measured, then direct"):
  * per thread, the channel, class and first direct index of a non-blocking call signature
  * whose class went direct, valid while the verdict generation (src/runtime/verdict.h) is
- * unchanged. Stored only with statistics and fault injection off. */
+ * unchanged. Stored only with statistics and call-recording faults off. */
 struct NbMemoEntry {
     VerdictKey key;
     uint64_t gen = 0; /* 0: empty */
@@ -135,8 +158,28 @@ void nb_wait_register(const std::shared_ptr<NbOp> &op);
 void nb_wait_done(NbOp &op);
 
 bool nb_memo_key(const CollArgs &a, Coll entry, VerdictKey *k);
-NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry);
 void nb_memo_store(const VerdictKey &k, uint64_t gen, NbChannel *ch, const NbClass &cls, uint64_t from);
+/* The entry of a's signature under entry point `entry`, of the current generation, or
+ * nullptr. Inline, like the blocking memo's lookup: the hit path of every direct call. */
+inline NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry);
+
+namespace nb_memo_detail {
+inline constexpr int kEntries = verdict_detail::kEntries;
+/* per thread, no lock; initial-exec TLS like the blocking memo's (src/runtime/verdict.h) */
+extern thread_local constinit NbMemoEntry *t_nbmemo __attribute__((tls_model("initial-exec")));
+}  // namespace nb_memo_detail
+
+inline NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry) {
+    NbMemoEntry *m = nb_memo_detail::t_nbmemo;
+    if (!m || a.kind == Coll::reduce_scatter) return nullptr;
+    const int kind = static_cast<int>(entry), root = a.kind == Coll::bcast ? a.root : -1;
+    NbMemoEntry &e = m[verdict_detail::slot(a.comm, kind, a.count, root)];
+    if (!verdict_detail::matches(e.key, e.gen, kind, a.kind, a.comm, a.count, a.recvcount, a.datatype, a.recvtype,
+                                 a.op, root, a.sendbuf) ||
+        !verdict_detail::host_buffers(a.kind, a.sendbuf, a.recvbuf))
+        return nullptr;
+    return &e;
+}
 
 /* An MPI-4 _c call whose counts exceed INT_MAX: counted (reason count_above_int_max) and
  * true; such calls pass through to PMPI_I*_c / PMPI_*_init_c. */

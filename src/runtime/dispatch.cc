@@ -20,7 +20,7 @@ int dispatch(CollArgs a) noexcept {
         CollStats &cs = stats(a.kind);
         /* a verdict the full path reached before for this signature (src/runtime/verdict.h); it
          * is always a pass-through, so it may be looked up before the signature's own rules */
-        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_ON();
+        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_RECORDS_CALLS();
         int reason = -1;
         if (memo && verdict_lookup_call(a, &reason))
             return passthrough(a); /* not counted: with statistics off nothing reads the counters */

@@ -9,7 +9,9 @@ namespace compmpi {
 
 /* The blocking PMPI collective of a.kind (the MPI-4 _c form where a.large_count). */
 int passthrough(const CollArgs &a);
-/* The non-blocking PMPI_I* collective of a.kind on a.comm (the _c form where a.large_count). */
-int passthrough_nb(const CollArgs &a, MPI_Request *req);
+/* The non-blocking PMPI_I* collective of a.kind on comm (the _c form where a.large_count); the
+ * two-argument form on a.comm. */
+int passthrough_nb(const CollArgs &a, MPI_Comm comm, MPI_Request *req);
+inline int passthrough_nb(const CollArgs &a, MPI_Request *req) { return passthrough_nb(a, a.comm, req); }
 
 }  // namespace compmpi

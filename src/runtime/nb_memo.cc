@@ -2,7 +2,6 @@
 #include <memory>
 
 #include "runtime/channel.h"
-#include "runtime/cuda_loader.h"
 #include "runtime/verdict.h"
 
 namespace compmpi {
@@ -15,12 +14,21 @@ namespace compmpi {
  * that bumps the memo generation of src/runtime/verdict.h whenever it changes (settings and
  * their epoch, the blocking calls' cost table, awp widths, the communicator's state freed --
  * and with it its channel -- MPI_Finalize); `from` never changes once agreed. So a hit of the
- * current generation returns what the full path would, and only the channel's lock, its
- * issue index and MPI's call remain. Like the blocking memo: predefined float types, host
- * buffers, statistics and fault injection off; per thread, no lock. */
+ * current generation returns what the full path would, and only the channel's issue index
+ * (taken without its lock: channel_take_memo) and MPI's call remain. Like the blocking memo:
+ * predefined float types, host buffers, statistics and call-recording faults off; per
+ * thread, no lock. */
+namespace nb_memo_detail {
+constinit thread_local NbMemoEntry *t_nbmemo __attribute__((tls_model("initial-exec"))) = nullptr;
+}  // namespace nb_memo_detail
+
 namespace {
-constexpr int kNbMemo = 16;
-thread_local std::unique_ptr<NbMemoEntry[]> t_nbmemo;
+/* the table itself is freed with its thread through the holder, which forgets it first */
+struct Holder {
+    std::unique_ptr<NbMemoEntry[]> table;
+    ~Holder() { nb_memo_detail::t_nbmemo = nullptr; }
+};
+thread_local Holder t_holder;
 }  // namespace
 
 /* The key of a non-blocking call that may be memoised (src/runtime/verdict.h's rules, the
@@ -31,25 +39,12 @@ bool nb_memo_key(const CollArgs &a, Coll entry, VerdictKey *k) {
     return true;
 }
 
-NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry) {
-    NbMemoEntry *m = t_nbmemo.get();
-    if (!m || a.kind == Coll::reduce_scatter) return nullptr;
-    const int kind = static_cast<int>(entry), root = a.kind == Coll::bcast ? a.root : -1;
-    NbMemoEntry &e = m[verdict_detail::slot(a.comm, kind, a.count, root)];
-    const VerdictKey &k = e.key;
-    if (e.gen != verdict_generation() || k.comm != a.comm || k.kind != kind || k.count != a.count ||
-        k.root != root || k.datatype != a.datatype || k.op != a.op || k.inplace != (a.sendbuf == MPI_IN_PLACE) ||
-        k.recvcount != a.recvcount || k.recvtype != (a.kind == Coll::allgather ? a.recvtype : MPI_DATATYPE_NULL))
-        return nullptr;
-    if (cuda_device_ptrs_possible() &&
-        (cuda_is_device_ptr(a.recvbuf) ||
-         (a.kind != Coll::bcast && a.sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(a.sendbuf))))
-        return nullptr;
-    return &e;
-}
-
 void nb_memo_store(const VerdictKey &k, uint64_t gen, NbChannel *ch, const NbClass &cls, uint64_t from) {
-    if (!t_nbmemo) t_nbmemo.reset(new NbMemoEntry[kNbMemo]);
+    using nb_memo_detail::t_nbmemo;
+    if (!t_nbmemo) {
+        t_holder.table.reset(new NbMemoEntry[nb_memo_detail::kEntries]);
+        t_nbmemo = t_holder.table.get();
+    }
     NbMemoEntry &e = t_nbmemo[verdict_detail::slot(k.comm, k.kind, k.count, k.root)];
     e.key = k;
     e.gen = gen;

@@ -27,26 +27,38 @@ struct Waiters {
 /* never destroyed: a process that exits (MPI_Abort from a progress thread) while the
  * application's thread sleeps here must not block in the condition variable's destructor */
 Waiters &g_w = *new Waiters;
-std::atomic<int> g_n_pending{0};
 
 }  // namespace
 
+namespace nb_wait_detail {
+std::atomic<int> g_n_pending{0};
+}  // namespace nb_wait_detail
+using nb_wait_detail::g_n_pending;
+
 void nb_wait_register(const std::shared_ptr<NbOp> &op) {
     std::lock_guard<std::mutex> lk(g_w.mu);
-    if (g_w.pending.emplace(op->greq, op).second) g_n_pending.fetch_add(1, std::memory_order_relaxed);
+    const auto [it, added] = g_w.pending.try_emplace(op->greq, op);
+    if (added) g_n_pending.fetch_add(1, std::memory_order_relaxed);
+    /* the handle's previous operation: complete in MPI (MPI reuses only a freed, complete
+     * request's handle), its nb_wait_done not yet run; that one will leave this entry alone */
+    else it->second = op;
 }
 
+/* After MPI_Grequest_complete: a wait that found op here returns only then (done). */
 void nb_wait_done(NbOp &op) {
     {
         std::lock_guard<std::mutex> lk(g_w.mu);
         op.done.store(true, std::memory_order_release);
-        if (g_w.pending.erase(op.greq)) g_n_pending.fetch_sub(1, std::memory_order_relaxed);
+        const auto it = g_w.pending.find(op.greq);
+        if (it != g_w.pending.end() && it->second.get() == &op) {
+            g_w.pending.erase(it);
+            g_n_pending.fetch_sub(1, std::memory_order_relaxed);
+        }
     }
     g_w.cv.notify_all();
 }
 
-void nb_wait_quietly(int n, const MPI_Request *reqs) {
-    if (g_n_pending.load(std::memory_order_relaxed) == 0) return;
+void nb_wait_detail::sleep_on(int n, const MPI_Request *reqs) {
     for (int i = 0; i < n; ++i) {
         std::shared_ptr<NbOp> op;
         {
@@ -56,8 +68,8 @@ void nb_wait_quietly(int n, const MPI_Request *reqs) {
             op = it->second;
         }
         /* a short spin first: a small operation completes sooner than a sleep and wake-up;
-         * then MPI's wait finds the request complete (or completes it a moment later: the
-         * thread leaves this registry just before it completes the generalized request) */
+         * then MPI's wait finds the request complete (the thread marks it done only after
+         * MPI_Grequest_complete: MPICH's MPI_Waitall must not find it incomplete) */
         const auto t0 = std::chrono::steady_clock::now();
         while (!op->done.load(std::memory_order_acquire) &&
                std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(20))

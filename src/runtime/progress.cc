@@ -99,10 +99,10 @@ int channel_delete_cb(MPI_Comm, int, void *attr, void *) {
 
 void complete(NbOp &op, int rc) {
     op.rc = rc;
-    /* out of the wait registry first: once complete, the application may free the request
-     * and MPI hand its handle to the next one, which must find no stale entry */
-    nb_wait_done(op);
+    /* complete in MPI before a sleeping wait returns: MPICH's MPI_Waitall asserts that a
+     * generalized request it reaches is complete (4.0.2, with a null request in the array) */
     mpi_next::Grequest_complete(op.greq);
+    nb_wait_done(op);
 }
 
 /* The hand-off a compressed operation pays: the median of the recent wake-up latencies
@@ -162,10 +162,8 @@ void issue_direct_queued(NbChannel *ch) {
             continue;
         }
         ReentryGuard guard;
-        CollArgs b = op.a;
-        b.comm = ch->direct;
         MPI_Request r = MPI_REQUEST_NULL;
-        const int rc = passthrough_nb(b, &r);
+        const int rc = passthrough_nb(op.a, ch->direct, &r);
         stats(op.entry).passthrough++;
         stats(op.entry).reason[eligibility_reason("cost_model")]++;
         if (rc != MPI_SUCCESS) complete(op, rc);
@@ -204,8 +202,8 @@ void agree_direct(NbChannel *ch, const NbClass &cls) {
     {
         std::lock_guard<std::mutex> lk(ch->mu);
         if (ch->direct_from.count(cls)) return;
-        ch->agreeing = true;
-        mine = ch->issued;
+        ch->agreeing.store(true, std::memory_order_relaxed);
+        mine = ch->issued.load(std::memory_order_relaxed);
     }
     int rc;
     {
@@ -213,15 +211,14 @@ void agree_direct(NbChannel *ch, const NbClass &cls) {
         rc = mpi_next::Allreduce(&mine, &from, 1, MPI_UINT64_T, MPI_MAX, ch->internal);
     }
     std::lock_guard<std::mutex> lk(ch->mu);
-    ch->agreeing = false;
-    if (rc != MPI_SUCCESS) {
-        /* the ranks cannot be known to agree: the class stays on this thread (exact, as decided) */
+    if (rc == MPI_SUCCESS) ch->direct_from[cls] = from;
+    else /* the ranks cannot be known to agree: the class stays on this thread (exact, as decided) */
         log_warn("non-blocking calls: could not agree on issuing a class directly (MPI error %d); it stays on the "
                  "progress thread", rc);
-        return;
-    }
-    ch->direct_from[cls] = from;
+    /* queued while agreeing: those of classes that go direct (this one's and earlier ones'),
+     * before the memo's path may issue again (channel_take_memo reads the flag: acquire) */
     issue_direct_queued(ch);
+    ch->agreeing.store(false, std::memory_order_release);
 }
 
 void channel_loop(NbChannel *ch) {
@@ -310,21 +307,19 @@ NbChannel *channel_get(MPI_Comm comm) {
 }
 
 bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from) {
-    if (on_direct && ch->agreeing) return false;
+    if (on_direct && ch->agreeing.load(std::memory_order_relaxed)) return false;
     const auto d = ch->direct_from.find(cls);
-    if (d == ch->direct_from.end() || ch->issued < d->second) return false;
+    if (d == ch->direct_from.end() || ch->issued.load(std::memory_order_relaxed) < d->second) return false;
     if (from) *from = d->second;
-    ++ch->issued;
+    ch->issued.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 
 int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count) {
-    CollArgs b = a;
-    b.comm = ch->direct;
     int rc;
     {
         ReentryGuard guard;
-        rc = passthrough_nb(b, request);
+        rc = passthrough_nb(a, ch->direct, request);
     }
     if (count) {
         static const int kReason = eligibility_reason("cost_model");
@@ -342,7 +337,7 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
         lk.unlock();
         return rc == MPI_SUCCESS ? rc : raise_error(comm, rc);
     }
-    op->index = ch->issued++;
+    op->index = ch->issued.fetch_add(1, std::memory_order_relaxed);
     auto *extra = new std::shared_ptr<NbOp>(op);
     int rc;
     {
@@ -350,7 +345,8 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
         rc = mpi_next::Grequest_start(query_fn, free_fn, cancel_fn, extra, &op->greq);
     }
     if (rc != MPI_SUCCESS) {
-        --ch->issued; /* nothing was issued: the index is the next call's, as on the other ranks */
+        /* nothing was issued: the index is the next call's, as on the other ranks */
+        ch->issued.fetch_sub(1, std::memory_order_relaxed);
         delete extra;
         return raise_error(comm, rc);
     }
@@ -398,23 +394,12 @@ void nb_finalize() {
     if (g_keyval != MPI_KEYVAL_INVALID) mpi_next::Comm_free_keyval(&g_keyval);
 }
 
-int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
-    if (nb_above_int_max(a, entry)) return passthrough_nb(a, request);
+namespace {
+/* Everything but the memo's direct path: out of line, so that path stays a leaf's size. */
+[[gnu::noinline]] int dispatch_nb_full(const CollArgs &args, Coll entry, MPI_Request *request) noexcept {
     try {
-        if (!ReentryGuard::active()) {
-            if (NbMemoEntry *e = nb_memo_find(a, entry)) {
-                NbChannel *ch = e->ch;
-                std::unique_lock<std::mutex> lk(ch->mu);
-                if (!ch->agreeing && ch->issued >= e->from) {
-                    ++ch->issued;
-                    /* not counted: memo entries exist only with statistics off */
-                    const int rc = channel_issue_direct(ch, a, entry, request, false);
-                    lk.unlock();
-                    return rc == MPI_SUCCESS ? rc : raise_error(a.comm, rc);
-                }
-            }
-        }
-        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_ON();
+        CollArgs a = args; /* the full path may rewrite it (eligibility_begin) */
+        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_RECORDS_CALLS();
         VerdictKey vk;
         const bool store = memo && nb_memo_key(a, entry, &vk);
         const uint64_t gen = store ? verdict_generation() : 0;
@@ -468,7 +453,19 @@ int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept {
     } catch (...) {
         log_error("internal error in %s", coll_name(entry));
     }
-    return abort_collective(a.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
+    return abort_collective(args.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
+}
+}  // namespace
+
+int dispatch_nb(const CollArgs &args, Coll entry, MPI_Request *request) noexcept {
+    if (args.large_count && nb_above_int_max(args, entry)) return passthrough_nb(args, request);
+    if (!ReentryGuard::active())
+        if (NbMemoEntry *e = nb_memo_find(args, entry); e && channel_take_memo(e->ch, e->from)) {
+            /* not counted: memo entries exist only with statistics off */
+            const int rc = channel_issue_direct(e->ch, args, entry, request, false);
+            return rc == MPI_SUCCESS ? rc : raise_error(args.comm, rc);
+        }
+    return dispatch_nb_full(args, entry, request);
 }
 
 }  // namespace compmpi

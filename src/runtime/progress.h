@@ -13,6 +13,8 @@
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
+
 #include "runtime/args.h"
 
 namespace compmpi {
@@ -31,12 +33,13 @@ bool nb_threads_ok();
 
 /* Before MPI's wait on these requests: sleep until those of ours (generalized requests of
  * operations on a progress thread) are complete; returns at once for any other request. The
- * wait then finds them complete. */
-void nb_wait_quietly(int n, const MPI_Request *reqs);
+ * wait then finds them complete. Inline: every MPI_Wait of the application passes here. */
+inline void nb_wait_quietly(int n, const MPI_Request *reqs);
 
-/* MPI_Iallreduce & co.: `a` holds the arguments (a.kind is the blocking collective), `entry`
- * the non-blocking kind for statistics and settings. */
-int dispatch_nb(CollArgs a, Coll entry, MPI_Request *request) noexcept;
+/* MPI_Iallreduce & co.: `args` holds the arguments (args.kind is the blocking collective), `entry`
+ * the non-blocking kind for statistics and settings. By reference: the interposer's
+ * arguments, built just before, are not copied on the direct path. */
+int dispatch_nb(const CollArgs &args, Coll entry, MPI_Request *request) noexcept;
 
 #if MPI_VERSION >= 4
 /* MPI_Allreduce_init & co. (MPI-4): plan, state and workspaces set up once here; each
@@ -63,5 +66,13 @@ int request_testsome(int incount, MPI_Request *requests, int *outcount, int *ind
 int request_wait(MPI_Request *request, MPI_Status *status);
 int request_waitall(int count, MPI_Request *requests, MPI_Status *statuses);
 #endif
+
+namespace nb_wait_detail {
+extern std::atomic<int> g_n_pending; /* operations a wait may sleep on (src/runtime/nb_wait.cc) */
+void sleep_on(int n, const MPI_Request *reqs);
+}  // namespace nb_wait_detail
+inline void nb_wait_quietly(int n, const MPI_Request *reqs) {
+    if (nb_wait_detail::g_n_pending.load(std::memory_order_relaxed) != 0) nb_wait_detail::sleep_on(n, reqs);
+}
 
 }  // namespace compmpi

@@ -25,11 +25,12 @@
 
 namespace compmpi {
 
+namespace runtime_detail {
+constinit thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace runtime_detail
+
 namespace {
 std::atomic<bool> g_active{false};
-/* read on every call: initial-exec, no __tls_get_addr (libcompmpi is loaded at start-up,
- * preloaded or linked) */
-thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 /* Ranks of MPI_COMM_WORLD on this node. Collective over MPI_COMM_WORLD: every rank calls it,
  * whatever its own COMPMPI_THREADS says (MPMD ranks may set it differently; a rank that
@@ -119,9 +120,6 @@ void agree_fft_plans(const Settings &s, int rank) {
 }
 }  // namespace
 
-ReentryGuard::ReentryGuard() { ++t_depth; }
-ReentryGuard::~ReentryGuard() { --t_depth; }
-bool ReentryGuard::active() { return t_depth > 0; }
 
 bool runtime_active() { return g_active.load(std::memory_order_acquire); }
 

@@ -31,12 +31,19 @@ int raise_error(MPI_Comm comm, int code);
  * after one line naming `what` (docs/design.md, "Memory caps and failures"). */
 int abort_collective(MPI_Comm comm, int code, const char *what);
 
-/* Per-thread re-entry guard: libcompmpi's own MPI calls never compress again. */
+namespace runtime_detail {
+/* read on every call: initial-exec, no __tls_get_addr (libcompmpi is loaded at start-up,
+ * preloaded or linked) */
+extern thread_local constinit int t_depth __attribute__((tls_model("initial-exec")));
+}  // namespace runtime_detail
+
+/* Per-thread re-entry guard: libcompmpi's own MPI calls never compress again. Inline: it
+ * surrounds every call the direct path makes. */
 class ReentryGuard {
   public:
-    ReentryGuard();
-    ~ReentryGuard();
-    static bool active();
+    ReentryGuard() { ++runtime_detail::t_depth; }
+    ~ReentryGuard() { --runtime_detail::t_depth; }
+    static bool active() { return runtime_detail::t_depth > 0; }
     ReentryGuard(const ReentryGuard &) = delete;
     ReentryGuard &operator=(const ReentryGuard &) = delete;
 };

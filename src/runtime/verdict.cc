@@ -12,7 +12,7 @@ namespace compmpi {
 
 namespace verdict_detail {
 std::atomic<uint64_t> g_generation{1};
-thread_local Memo *t_memo __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local Memo *t_memo __attribute__((tls_model("initial-exec"))) = nullptr;
 }  // namespace verdict_detail
 
 namespace {

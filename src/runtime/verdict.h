@@ -21,7 +21,8 @@
  * derived datatype handle can be freed and reused for another type without libcompmpi
  * seeing it), host buffers, with statistics and fault injection off (both keep per-call
  * records the memo skips: a hit is not counted in the pass-through statistics, which are
- * only ever read to print them). */
+ * only ever read to print them; the test-only cost_plain / cost_compress faults keep none and
+ * leave the memo on: COMPMPI_FAULT_RECORDS_CALLS). */
 #pragma once
 #include <mpi.h>
 
@@ -50,7 +51,7 @@ bool verdict_lookup(const VerdictKey &k, int *reason);
  * no key built, no datatype query -- entries only ever hold predefined float handles, which
  * a derived handle never equals). The blocking wrappers ask before packing their arguments;
  * nothing else needs checking: entries are stored only while the library is active, with
- * statistics and fault injection off, and MPI_Finalize invalidates them. */
+ * statistics and call-recording faults off, and MPI_Finalize invalidates them. */
 inline bool verdict_lookup_call(Coll kind, MPI_Comm comm, MPI_Count count, MPI_Count recvcount, MPI_Datatype dt,
                                 MPI_Datatype recvtype, MPI_Op op, int root, const void *sendbuf, const void *recvbuf,
                                 int *reason);
@@ -83,7 +84,7 @@ struct Memo {
 };
 /* per thread, no lock; initial-exec TLS: no __tls_get_addr (8 bytes of static TLS,
  * libcompmpi being loaded at start-up) */
-extern thread_local Memo *t_memo __attribute__((tls_model("initial-exec")));
+extern thread_local constinit Memo *t_memo __attribute__((tls_model("initial-exec")));
 extern std::atomic<uint64_t> g_generation;
 
 template <class H> inline uint64_t bits_of(H h) {
@@ -99,6 +100,21 @@ inline int slot(MPI_Comm comm, int kind, MPI_Count count, int root) {
     h ^= h >> 29;
     return static_cast<int>(h % kEntries);
 }
+/* Whether key k, stored under generation gen, is the call's (kind: the key's kind, the
+ * collective or, for the non-blocking memo, its entry point), of the current generation. */
+inline bool matches(const VerdictKey &k, uint64_t gen, int kind, Coll c, MPI_Comm comm, MPI_Count count,
+                    MPI_Count recvcount, MPI_Datatype dt, MPI_Datatype recvtype, MPI_Op op, int root,
+                    const void *sendbuf) {
+    return gen == g_generation.load(std::memory_order_acquire) && k.comm == comm && k.kind == kind &&
+           k.count == count && k.root == root && k.datatype == dt && k.op == op &&
+           k.inplace == (sendbuf == MPI_IN_PLACE) && k.recvcount == recvcount &&
+           k.recvtype == (c == Coll::allgather ? recvtype : MPI_DATATYPE_NULL);
+}
+/* Device buffers take the full path (host staging of the exact call). */
+inline bool host_buffers(Coll c, const void *sendbuf, const void *recvbuf) {
+    return !cuda_device_ptrs_possible() ||
+           !(cuda_is_device_ptr(recvbuf) || (c != Coll::bcast && sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(sendbuf)));
+}
 }  // namespace verdict_detail
 
 inline bool verdict_lookup_call(Coll c, MPI_Comm comm, MPI_Count count, MPI_Count recvcount, MPI_Datatype dt,
@@ -109,15 +125,8 @@ inline bool verdict_lookup_call(Coll c, MPI_Comm comm, MPI_Count count, MPI_Coun
     if (!m) return false;
     const int kind = static_cast<int>(c), root = c == Coll::bcast ? root_arg : -1;
     const Entry &e = m->e[slot(comm, kind, count, root)];
-    const VerdictKey &k = e.key;
-    if (e.gen != g_generation.load(std::memory_order_acquire) || k.comm != comm || k.kind != kind ||
-        k.count != count || k.root != root || k.datatype != dt || k.op != op ||
-        k.inplace != (sendbuf == MPI_IN_PLACE) || k.recvcount != recvcount ||
-        k.recvtype != (c == Coll::allgather ? recvtype : MPI_DATATYPE_NULL))
-        return false;
-    /* device buffers take the full path (host staging of the exact call) */
-    if (cuda_device_ptrs_possible() &&
-        (cuda_is_device_ptr(recvbuf) || (c != Coll::bcast && sendbuf != MPI_IN_PLACE && cuda_is_device_ptr(sendbuf))))
+    if (!matches(e.key, e.gen, kind, c, comm, count, recvcount, dt, recvtype, op, root, sendbuf) ||
+        !host_buffers(c, sendbuf, recvbuf))
         return false;
     *reason = e.reason;
     return true;
