@@ -41,6 +41,11 @@
  * --form F  blocking (default) | nonblocking (MPI_I* then MPI_Wait) | persistent (MPI-4:
  *           MPI_*_init once per size and arm, then MPI_Start + MPI_Wait per call; the plain
  *           arm uses PMPI_*_init/PMPI_Start/PMPI_Wait).
+ * --plain-nonblocking  with --paired --form persistent: the plain arm issues MPI's non-blocking
+ *           collective (PMPI_I* + PMPI_Wait) instead of starting MPI's persistent request: the
+ *           baseline where MPI's persistent collective returns wrong data (MPICH < 4.1's
+ *           persistent allgather below its ring threshold, pmodels/mpich#6423; docs/benchmarks.md
+ *           §10b), so that libcompmpi's persistent calls are compared with a correct collective.
  * --overlap with --form nonblocking|persistent: between issuing and waiting each call, compute
  *           (a busy loop, no MPI calls) for as long as the plain collective alone took (its
  *           median over a first pass of the same iterations, the slowest rank's), as OSU's
@@ -483,7 +488,8 @@ static void usage(void)
         fprintf(stderr,
                 "usage: coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,...]\n"
                 "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
-                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired] [--cpu]\n");
+                "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired] [--cpu]\n"
+                "                  [--form blocking|nonblocking|persistent] [--overlap] [--plain-nonblocking]\n");
 }
 
 int main(int argc, char **argv)
@@ -495,7 +501,7 @@ int main(int argc, char **argv)
     int colls[C_NKINDS], ncolls = 0;
     size_t sizes[64];
     int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0, overlap = 0,
-        cpu = 0;
+        cpu = 0, plain_nb = 0;
     enum form_kind form = F_BLOCKING;
     enum data_kind dk = D_GRADIENT;
     uint64_t seed = 42;
@@ -523,6 +529,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--inplace")) inplace = 1;
         else if (!strcmp(o, "--paired")) paired = 1;
         else if (!strcmp(o, "--overlap")) overlap = 1;
+        else if (!strcmp(o, "--plain-nonblocking")) plain_nb = 1;
         else if (!strcmp(o, "--form")) {
             NEEDV();
             if (!strcmp(v, "blocking")) form = F_BLOCKING;
@@ -542,6 +549,7 @@ int main(int argc, char **argv)
     if (batch > 1 && inplace) die("--batch with --inplace would sum the sums%s", "");
     if (paired && check) die("--paired does not go with --check%s", "");
     if (overlap && form == F_BLOCKING) die("--overlap needs --form nonblocking or persistent%s", "");
+    if (plain_nb && !(paired && form == F_PERSISTENT)) die("--plain-nonblocking needs --paired --form persistent%s", "");
 #if MPI_VERSION < 4
     if (form == F_PERSISTENT) die("--form persistent needs an MPI-4 library%s", "");
 #endif
@@ -661,7 +669,8 @@ int main(int argc, char **argv)
                     }
                     const struct nb_fns *f = plain ? &pmpi_nb : &mpi_nb;
                     MPI_Request req = MPI_REQUEST_NULL;
-                    issue_nb(f, form, ck, inplace, src, dst, cnt, blk, root, &req, &preq[plain]);
+                    issue_nb(f, plain && plain_nb ? F_NONBLOCKING : form, ck, inplace, src, dst, cnt, blk, root, &req,
+                             &preq[plain]);
                     if (pass == 1 && overlap) compute_for(tcomp);
                     f->wait(&req, MPI_STATUS_IGNORE);
                 }
@@ -731,7 +740,8 @@ int main(int argc, char **argv)
                 qsort(tmax, iters, sizeof(double), cmp_double);
                 char form_s[96] = "";
                 if (form != F_BLOCKING)
-                    snprintf(form_s, sizeof form_s, " form=%s%s", form_names[form], overlap ? " overlap=1" : "");
+                    snprintf(form_s, sizeof form_s, " form=%s%s%s", form_names[form], plain_nb ? "_vs_nonblocking" : "",
+                             overlap ? " overlap=1" : "");
                 if (overlap) snprintf(form_s + strlen(form_s), sizeof form_s - strlen(form_s), " t_compute_s=%.9f", tcomp);
                 printf("coll=%s bytes=%zu ranks=%d iters=%d t_min_s=%.9f t_med_s=%.9f t_max_s=%.9f rel_err=%s identical=%s%s%s%s\n",
                        coll_names[ck], bytes, g_size, iters, tmax[0], median_sorted(tmax, iters), tmax[iters - 1],

@@ -22,6 +22,9 @@
 # one call per iteration after 12 warm-ups; 64 MiB and up likewise with --iters-huge
 # iterations, so that the whole run stays near 15 minutes. The cost model explores each
 # class's first calls (8 per class and rank, then one queued exact call): inside the warm-ups.
+# Under MPICH < 4.1 the persistent allgather up to 256 KiB is also compared with MPICH's
+# non-blocking allgather (form persistent_vs_nonblocking): MPICH's own persistent allgather
+# returns wrong data there (docs/benchmarks.md §10b).
 # Library settings: none (no COMPMPI_* variable at all).
 # Every output line carries the 1-minute load average read when its job started.
 # Run from the repository root after scripts/build.sh. Prints markdown tables.
@@ -56,8 +59,8 @@ run() { # side form mode sizes iters warmup [batch]
     [ "$side" = lib ] && E=(-genv LD_PRELOAD "$lib")
     [ "$mode" = overlap ] && O=(--overlap)
     local l; l=$(load1)
-    timeout 900 mpiexec.mpich -n 2 "${E[@]}" "$bench" --paired --form "$form" "${O[@]}" --coll "$colls" \
-        --sizes "$sz" --batch "$batch" --iters "$it" --warmup "$wu" </dev/null 2>>"$out/stderr" |
+    timeout 900 mpiexec.mpich -n 2 "${E[@]}" "$bench" --paired --form "$form" "${O[@]}" --coll "${colls_run:-$colls}" \
+        --sizes "$sz" --batch "$batch" --iters "$it" --warmup "$wu" ${plain_flag:-} </dev/null 2>>"$out/stderr" |
         grep '^coll=' | sed "s/^/side=$side mode=$mode load=$l /"
 }
 {
@@ -74,6 +77,17 @@ for form in ${forms//,/ }; do
         done
     done
 done >"$out/all.txt"
+# MPICH before 4.1: its persistent allgather returns the first start's data from the second
+# on below its ring threshold (docs/benchmarks.md §10b), so the rows above compare with a
+# collective that moves nothing; these compare libcompmpi's persistent allgather with MPICH's
+# non-blocking one (coll_bench --plain-nonblocking; form persistent_vs_nonblocking, no control)
+v=$(mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*//p')
+if [[ ",$forms," == *,persistent,* && ",$colls," == *,allgather,* && -n $v && $v != 4.1* ]] &&
+    [ "$(printf '%s\n4.1\n' "$v" | sort -V | head -1)" = "$v" ]; then
+    for mode in ${modes//,/ }; do
+        colls_run=allgather plain_flag=--plain-nonblocking run lib persistent $mode "$small" "$iters" 2 100
+    done >>"$out/all.txt"
+fi
 echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) after; $(date -u +%FT%TZ)" >>"$out/meta.txt"
 cat "$out/meta.txt"
 python3 - "$out/all.txt" <<'PY'

@@ -15,6 +15,7 @@
 #ifdef HAVE_MPI_T_CVARS
 #include "runtime/mpit.h"
 #endif
+#include "runtime/nb_dispatch.h"
 #include "runtime/progress.h"
 #include "runtime/runtime.h"
 

@@ -136,10 +136,10 @@ inline bool channel_take_memo(NbChannel *ch, uint64_t from) {
     ch->issued.store(i + 1, std::memory_order_relaxed);
     return true;
 }
-/* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted (`count`) as
- * `cost_model` under entry. Caller holds ch->mu, or took the index with channel_take_memo
- * (the order on `direct` is the issue order). */
-int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count = true);
+/* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted as `cost_model`
+ * under entry. Caller holds ch->mu (the order on `direct` is the issue order; the memo's
+ * lock-free path, which counts nothing, is src/runtime/nb_dispatch.h). */
+int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request);
 
 /* The direct path's memo (src/runtime/nb_memo.cc; docs/design.md, "Measured, then direct"):
  * per thread, the channel, class and first direct index of a non-blocking call signature
@@ -169,7 +169,7 @@ inline constexpr int kEntries = verdict_detail::kEntries;
 extern thread_local constinit NbMemoEntry *t_nbmemo __attribute__((tls_model("initial-exec")));
 }  // namespace nb_memo_detail
 
-inline NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry) {
+[[gnu::always_inline]] inline NbMemoEntry *nb_memo_find(const CollArgs &a, Coll entry) {
     NbMemoEntry *m = nb_memo_detail::t_nbmemo;
     if (!m || a.kind == Coll::reduce_scatter) return nullptr;
     const int kind = static_cast<int>(entry), root = a.kind == Coll::bcast ? a.root : -1;

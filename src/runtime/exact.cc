@@ -34,40 +34,4 @@ int passthrough(const CollArgs &a) {
     }
 }
 
-int passthrough_nb(const CollArgs &a, MPI_Comm comm, MPI_Request *req) {
-#ifdef HAVE_MPI_LARGE_COUNT
-    if (a.large_count) {
-        switch (a.kind) {
-            case Coll::allreduce:
-                return mpi_next::Iallreduce_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, comm, req);
-            case Coll::allgather:
-                return mpi_next::Iallgather_c(a.sendbuf, a.count, a.datatype, a.recvbuf, a.recvcount, a.recvtype, comm,
-                                         req);
-            case Coll::bcast: return mpi_next::Ibcast_c(a.recvbuf, a.count, a.datatype, a.root, comm, req);
-            case Coll::reduce_scatter_block:
-                return mpi_next::Ireduce_scatter_block_c(a.sendbuf, a.recvbuf, a.count, a.datatype, a.op, comm, req);
-            default: break; /* reduce_scatter: below, by its count array */
-        }
-    }
-#endif
-    switch (a.kind) {
-        case Coll::allreduce:
-            return mpi_next::Iallreduce(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op, comm, req);
-        case Coll::allgather:
-            return mpi_next::Iallgather(a.sendbuf, static_cast<int>(a.count), a.datatype, a.recvbuf,
-                                   static_cast<int>(a.recvcount), a.recvtype, comm, req);
-        case Coll::bcast: return mpi_next::Ibcast(a.recvbuf, static_cast<int>(a.count), a.datatype, a.root, comm, req);
-        case Coll::reduce_scatter_block:
-            return mpi_next::Ireduce_scatter_block(a.sendbuf, a.recvbuf, static_cast<int>(a.count), a.datatype, a.op,
-                                              comm, req);
-        case Coll::reduce_scatter:
-#ifdef HAVE_MPI_LARGE_COUNT
-            if (a.recvcounts_c)
-                return mpi_next::Ireduce_scatter_c(a.sendbuf, a.recvbuf, a.recvcounts_c, a.datatype, a.op, comm, req);
-#endif
-            return mpi_next::Ireduce_scatter(a.sendbuf, a.recvbuf, a.recvcounts, a.datatype, a.op, comm, req);
-        default: return MPI_ERR_INTERN;
-    }
-}
-
 }  // namespace compmpi

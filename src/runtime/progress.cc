@@ -315,17 +315,15 @@ bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint
     return true;
 }
 
-int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request, bool count) {
+int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request) {
     int rc;
     {
         ReentryGuard guard;
         rc = passthrough_nb(a, ch->direct, request);
     }
-    if (count) {
-        static const int kReason = eligibility_reason("cost_model");
-        stats(entry).passthrough++;
-        stats(entry).reason[kReason]++;
-    }
+    static const int kReason = eligibility_reason("cost_model");
+    stats(entry).passthrough++;
+    stats(entry).reason[kReason]++;
     return rc;
 }
 
@@ -394,9 +392,7 @@ void nb_finalize() {
     if (g_keyval != MPI_KEYVAL_INVALID) mpi_next::Comm_free_keyval(&g_keyval);
 }
 
-namespace {
-/* Everything but the memo's direct path: out of line, so that path stays a leaf's size. */
-[[gnu::noinline]] int dispatch_nb_full(const CollArgs &args, Coll entry, MPI_Request *request) noexcept {
+int dispatch_nb_full(const CollArgs &args, Coll entry, MPI_Request *request) noexcept {
     try {
         CollArgs a = args; /* the full path may rewrite it (eligibility_begin) */
         const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_RECORDS_CALLS();
@@ -454,18 +450,6 @@ namespace {
         log_error("internal error in %s", coll_name(entry));
     }
     return abort_collective(args.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
-}
-}  // namespace
-
-int dispatch_nb(const CollArgs &args, Coll entry, MPI_Request *request) noexcept {
-    if (args.large_count && nb_above_int_max(args, entry)) return passthrough_nb(args, request);
-    if (!ReentryGuard::active())
-        if (NbMemoEntry *e = nb_memo_find(args, entry); e && channel_take_memo(e->ch, e->from)) {
-            /* not counted: memo entries exist only with statistics off */
-            const int rc = channel_issue_direct(e->ch, args, entry, request, false);
-            return rc == MPI_SUCCESS ? rc : raise_error(args.comm, rc);
-        }
-    return dispatch_nb_full(args, entry, request);
 }
 
 }  // namespace compmpi

@@ -37,9 +37,9 @@ bool nb_threads_ok();
 inline void nb_wait_quietly(int n, const MPI_Request *reqs);
 
 /* MPI_Iallreduce & co.: `args` holds the arguments (args.kind is the blocking collective), `entry`
- * the non-blocking kind for statistics and settings. By reference: the interposer's
- * arguments, built just before, are not copied on the direct path. */
-int dispatch_nb(const CollArgs &args, Coll entry, MPI_Request *request) noexcept;
+ * the non-blocking kind for statistics and settings. The direct path is inline
+ * (dispatch_nb, src/runtime/nb_dispatch.h); this is everything else. */
+int dispatch_nb_full(const CollArgs &args, Coll entry, MPI_Request *request) noexcept;
 
 #if MPI_VERSION >= 4
 /* MPI_Allreduce_init & co. (MPI-4): plan, state and workspaces set up once here; each
