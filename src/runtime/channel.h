@@ -137,7 +137,7 @@ inline bool channel_take_memo(NbChannel *ch, uint64_t from) {
     return true;
 }
 /* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted as `cost_model`
- * under entry. Caller holds ch->mu (the order on `direct` is the issue order; the memo's
+ * under entry (with statistics on). Caller holds ch->mu (the order on `direct` is the issue order; the memo's
  * lock-free path, which counts nothing, is src/runtime/nb_dispatch.h). */
 int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request);
 

@@ -35,8 +35,12 @@ namespace {
  * collective is right (mpi_persistent_faithful); the request then leaves our table (with
  * statistics on it stays, to count its starts, and is passed through unchanged), so
  * MPI_Start, the wait/test family and MPI_Request_free reach MPI directly. Elsewhere each
- * start issues MPI's non-blocking collective on the channel's `direct`. */
-struct PersistReq {
+ * start issues MPI's non-blocking collective on the channel's `direct`.
+ * MPI_Start and the waits look a request up under g_pmu and use it by plain pointer after:
+ * freeing a request while another thread starts or waits on it is erroneous in MPI; what
+ * may outlive MPI_Request_free (an active request's run on the thread) holds a shared_ptr
+ * (NbOp::keep, from shared_from_this). */
+struct PersistReq : std::enable_shared_from_this<PersistReq> {
     CollArgs a{};
     Coll entry = Coll::allreduce_init;
     OwnedCounts counts; /* reduce_scatter: a.recvcounts points here for the request's life */
@@ -56,7 +60,7 @@ std::atomic<uint64_t> g_persist_ids{0};
 
 /* From the start on which the class goes direct: the user's handle itself is started, and
  * (statistics off) the request leaves our table. */
-int start_real(const std::shared_ptr<PersistReq> &pr, MPI_Request *req) {
+int start_real(PersistReq *pr, MPI_Request *req) {
     int rc;
     {
         ReentryGuard guard;
@@ -78,12 +82,12 @@ int start_real(const std::shared_ptr<PersistReq> &pr, MPI_Request *req) {
 }
 
 int start_one(MPI_Request *req) {
-    std::shared_ptr<PersistReq> pr;
+    PersistReq *pr = nullptr;
     bool real = false;
     {
         std::lock_guard<std::mutex> lk(g_pmu);
         auto it = g_persist.find(*req);
-        if (it != g_persist.end()) pr = it->second, real = pr->real;
+        if (it != g_persist.end()) pr = it->second.get(), real = pr->real;
     }
     if (!pr) return mpi_next::Start(req);
     if (real) return start_real(pr, req);
@@ -108,7 +112,7 @@ int start_one(MPI_Request *req) {
     op->a = pr->a;
     op->entry = pr->entry;
     op->own = pr->st.get();
-    op->keep = pr;
+    op->keep = pr->shared_from_this();
     op->gated = pr->gated;
     op->cls = pr->cls;
     return channel_hand_off(pr->ch, op, pr->a.comm, &pr->active);
@@ -236,10 +240,10 @@ class NbSubst {
     int n_;
     bool any_ = false;
     MPI_Request inl_reqs_[kInline];
-    std::shared_ptr<PersistReq> inl_ours_[kInline];
+    PersistReq *inl_ours_[kInline] = {};
     std::vector<MPI_Request> big_reqs_;
-    std::vector<std::shared_ptr<PersistReq>> big_ours_;
-    std::shared_ptr<PersistReq> *ours_;
+    std::vector<PersistReq *> big_ours_;
+    PersistReq **ours_;
 };
 
 NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
@@ -259,7 +263,7 @@ NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
         auto it = g_persist.find(user[i]);
         if (it == g_persist.end()) continue;
         if (it->second->real) continue; /* MPI's own persistent request: passed as it is */
-        ours_[i] = it->second;
+        ours_[i] = it->second.get();
         reqs[i] = it->second->active;
         any_ = true;
     }
@@ -267,7 +271,7 @@ NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
 
 void NbSubst::finish() {
     for (int i = 0; i < n_; ++i) {
-        auto &pr = ours_[i];
+        PersistReq *pr = ours_[i];
         if (!pr) user_[i] = reqs[i];
         else if (reqs[i] == MPI_REQUEST_NULL) pr->active = MPI_REQUEST_NULL;
     }

@@ -321,9 +321,11 @@ int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Reque
         ReentryGuard guard;
         rc = passthrough_nb(a, ch->direct, request);
     }
-    static const int kReason = eligibility_reason("cost_model");
-    stats(entry).passthrough++;
-    stats(entry).reason[kReason]++;
+    if (stats_enabled()) { /* read only to print them: two atomic adds saved per call otherwise */
+        static const int kReason = eligibility_reason("cost_model");
+        stats(entry).passthrough++;
+        stats(entry).reason[kReason]++;
+    }
     return rc;
 }
 
