@@ -137,8 +137,9 @@ inline bool channel_take_memo(NbChannel *ch, uint64_t from) {
     return true;
 }
 /* MPI's own non-blocking collective of a (a.kind) on ch->direct, counted as `cost_model`
- * under entry (with statistics on). Caller holds ch->mu (the order on `direct` is the issue order; the memo's
- * lock-free path, which counts nothing, is src/runtime/nb_dispatch.h). */
+ * under entry (with statistics on). Caller holds ch->mu or took the index with
+ * channel_take_memo (a persistent request's start; the non-blocking calls' memo path is
+ * src/runtime/nb_dispatch.h): the order on `direct` is the issue order. */
 int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request);
 
 /* The direct path's memo (src/runtime/nb_memo.cc; docs/design.md, "Measured, then direct"):

@@ -50,6 +50,7 @@ struct PersistReq : std::enable_shared_from_this<PersistReq> {
     uint64_t id = 0; /* its class for the cost model's direct path (NbClass::persist) */
     NbClass cls;     /* {persist = id} */
     bool gated = false;    /* the cost model decides it (settings as of init) */
+    uint64_t direct_from = UINT64_MAX; /* its class's agreed first direct index, once a start saw it */
     bool faithful = false; /* MPI's own persistent collective of this kind is right */
     bool real = false;     /* its starts start the user's handle itself (statistics on) */
 };
@@ -57,6 +58,27 @@ std::mutex g_pmu;
 std::unordered_map<MPI_Request, std::shared_ptr<PersistReq>> g_persist;
 std::atomic<int> g_npersist{0};
 std::atomic<uint64_t> g_persist_ids{0};
+/* Bumped under g_pmu by every change of g_persist: a thread's last lookup (t_last) stays
+ * valid while it is unchanged, so a loop of MPI_Start + MPI_Wait on one request takes no
+ * lock (docs/design.md, "The direct path takes no lock"). */
+std::atomic<uint64_t> g_persist_gen{1};
+struct LastLookup {
+    MPI_Request handle = MPI_REQUEST_NULL;
+    PersistReq *pr = nullptr; /* nullptr: not one of ours */
+    uint64_t gen = 0;
+};
+constinit thread_local LastLookup t_last __attribute__((tls_model("initial-exec")));
+
+/* Ours, or nullptr. */
+PersistReq *lookup(MPI_Request h) {
+    if (t_last.handle == h && t_last.gen == g_persist_gen.load(std::memory_order_acquire)) return t_last.pr;
+    std::lock_guard<std::mutex> lk(g_pmu);
+    const auto it = g_persist.find(h);
+    t_last = {h, it == g_persist.end() ? nullptr : it->second.get(), g_persist_gen.load(std::memory_order_relaxed)};
+    return t_last.pr;
+}
+/* g_persist changed (caller holds g_pmu) */
+void persist_changed() { g_persist_gen.fetch_add(1, std::memory_order_acq_rel); }
 
 /* From the start on which the class goes direct: the user's handle itself is started, and
  * (statistics off) the request leaves our table. */
@@ -76,29 +98,31 @@ int start_real(PersistReq *pr, MPI_Request *req) {
         }
         std::lock_guard<std::mutex> lk(g_pmu);
         if (stats_enabled()) pr->real = true;
-        else if (g_persist.erase(*req)) g_npersist.fetch_sub(1);
+        else if (g_persist.erase(*req)) g_npersist.fetch_sub(1), persist_changed();
     }
     return rc == MPI_SUCCESS ? rc : raise_error(pr->a.comm, rc);
 }
 
 int start_one(MPI_Request *req) {
-    PersistReq *pr = nullptr;
-    bool real = false;
-    {
-        std::lock_guard<std::mutex> lk(g_pmu);
-        auto it = g_persist.find(*req);
-        if (it != g_persist.end()) pr = it->second.get(), real = pr->real;
-    }
+    PersistReq *pr = lookup(*req);
     if (!pr) return mpi_next::Start(req);
-    if (real) return start_real(pr, req);
+    if (pr->real) return start_real(pr, req);
     if (pr->active != MPI_REQUEST_NULL) {
         log_error("%s: MPI_Start on a request that is still active", coll_name(pr->entry));
         return raise_error(pr->a.comm, MPI_ERR_REQUEST);
     }
+    if (pr->gated && pr->direct_from != UINT64_MAX && channel_take_memo(pr->ch, pr->direct_from)) {
+        /* a class already direct, on `direct` (not faithful): as the memo's path of
+         * src/runtime/nb_dispatch.h, without the channel's lock */
+        const int rc = channel_issue_direct(pr->ch, pr->a, pr->entry, &pr->active);
+        return rc == MPI_SUCCESS ? rc : raise_error(pr->a.comm, rc);
+    }
     if (pr->gated) {
         NbChannel *ch = pr->ch;
         std::unique_lock<std::mutex> lk(ch->mu);
-        if (channel_take_direct(ch, pr->cls, !pr->faithful)) {
+        uint64_t from = 0;
+        if (channel_take_direct(ch, pr->cls, !pr->faithful, &from)) {
+            if (!pr->faithful) pr->direct_from = from;
             if (pr->faithful) {
                 lk.unlock();
                 return start_real(pr, req);
@@ -202,6 +226,7 @@ int dispatch_persistent_init(CollArgs a, Coll entry, MPI_Info info, MPI_Request 
         std::lock_guard<std::mutex> lk(g_pmu);
         g_persist[*request] = pr;
         g_npersist.fetch_add(1);
+        persist_changed();
         return MPI_SUCCESS;
     } catch (const std::exception &e) {
         log_error("internal error in %s: %s", coll_name(entry), e.what());
@@ -247,6 +272,14 @@ class NbSubst {
 };
 
 NbSubst::NbSubst(int n, MPI_Request *user) : user_(user), n_(n) {
+    if (n == 1) { /* MPI_Wait, MPI_Test: the thread's last lookup, no lock while it holds */
+        reqs = inl_reqs_;
+        ours_ = inl_ours_;
+        reqs[0] = user[0];
+        PersistReq *pr = user[0] == MPI_REQUEST_NULL ? nullptr : lookup(user[0]);
+        if (pr && !pr->real) ours_[0] = pr, reqs[0] = pr->active, any_ = true;
+        return;
+    }
     if (n <= kInline) {
         reqs = inl_reqs_;
         ours_ = inl_ours_;
@@ -286,6 +319,7 @@ int nb_request_free(MPI_Request *req) {
             pr = it->second;
             g_persist.erase(it);
             g_npersist.fetch_sub(1);
+            persist_changed();
         }
     }
     if (pr && pr->active != MPI_REQUEST_NULL) mpi_next::Request_free(&pr->active); /* the run still completes */
