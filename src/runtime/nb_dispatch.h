@@ -3,9 +3,10 @@
  * and agreed direct: src/runtime/channel.h) takes its issue index without a lock and goes to
  * MPI's own PMPI_I* on the channel's private duplicate `direct`; inlined into the entry
  * point, whose arguments are constants to the compiler where it has them (the collective,
- * MPI_OP_NULL for a bcast, no large counts), the key comparison and the choice of PMPI call
- * fold away and the argument struct is never built. Everything else: dispatch_nb_full
- * (src/runtime/progress.cc). Included by the entry points only (src/boundary/interpose.cc). */
+ * MPI_OP_NULL for a bcast, no large counts), the key comparison folds into compares with
+ * constants and no call is left but MPI's (and the CUDA driver check). Everything else:
+ * dispatch_nb_full (src/runtime/progress.cc). Included by the entry points only
+ * (src/boundary/interpose.cc). */
 #pragma once
 #include <mpi.h>
 

@@ -36,7 +36,8 @@ namespace {
  * statistics on it stays, to count its starts, and is passed through unchanged), so
  * MPI_Start, the wait/test family and MPI_Request_free reach MPI directly. Elsewhere each
  * start issues MPI's non-blocking collective on the channel's `direct`.
- * MPI_Start and the waits look a request up under g_pmu and use it by plain pointer after:
+ * MPI_Start and the waits look a request up (under g_pmu, or the thread's last lookup while
+ * the table is unchanged) and use it by plain pointer after:
  * freeing a request while another thread starts or waits on it is erroneous in MPI; what
  * may outlive MPI_Request_free (an active request's run on the thread) holds a shared_ptr
  * (NbOp::keep, from shared_from_this). */
