@@ -88,6 +88,8 @@ struct CodecParams {
      * only if every nonzero |y| lies in [range_lo, range_hi], else the exact path takes it
      * (coll_encode); range_hi = 0: no check */
     double range_lo = 0, range_hi = 0;
+    /* lossless: the zstd level (encode side only; the decoder needs none) */
+    int level = 1;
     SimdLevel simd = SimdLevel::scalar;
     int threads = 1;
 };

@@ -259,17 +259,13 @@ Status path_allgather(CollCtx &c, const uint8_t *mine, size_t len, const std::ve
     return decode_all(c, all, lens, displs, out, n);
 }
 
+/* Path B with packer pk: phase 1 packs chunk j of s (this rank's exact contribution) with pk
+ * and sends it to rank j; rank j sums the chunks in rank order; phase 2 allgathers the sums
+ * packed by pk. pk must be lossless: `sparse` for the sparsifiers (s = D(b_r)), or the call's
+ * own lossless codec (s = the input). */
 template <class T>
-Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, T *out, size_t n) {
+Status path_exact_twophase(CollCtx &c, const CodecOps &sp, const CodecParams &sp_p, const T *s, T *out, size_t n) {
     const int P = c.size, r = c.rank;
-    const CodecOps &sp = *codec_by_id(static_cast<int>(CodecId::sparse));
-    CodecParams sp_p;
-    sp_p.simd = c.params.simd;
-    sp_p.threads = c.params.threads;
-    /* s_r = D(b_r): our exact sparse contribution */
-    (void)mine;
-    (void)len;
-    T *s = be_scratch<T>(c, 2, n); /* decoded before the path choice */
     size_t lo0, base;
     chunk_range(n, P, 0, &lo0, &base);
     T *acc = be_scratch<T>(c, 0, base);
@@ -382,11 +378,30 @@ Status path_sparse_twophase(CollCtx &c, const uint8_t *mine, size_t len, T *out,
     return Status::ok;
 }
 
+/* path B for the sparsifiers: s_r = D(b_r), decoded before the path choice, packed by `sparse` */
+template <class T> Status path_sparse_twophase(CollCtx &c, T *out, size_t n) {
+    CodecParams sp_p;
+    sp_p.elem = c.params.elem;
+    sp_p.simd = c.params.simd;
+    sp_p.threads = c.params.threads;
+    return path_exact_twophase(c, *codec_by_id(static_cast<int>(CodecId::sparse)), sp_p,
+                               static_cast<const T *>(be_scratch<T>(c, 2, n)), out, n);
+}
+
 }  // namespace
 
 template <class T>
 Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size;
+    /* a lossless codec whose data is not sparse (lossless): the decoded contribution is the
+     * input itself, so from 3 ranks on path B packs chunks of the input with the codec at once
+     * (no whole-buffer encode first): (P-1)/P of the packed data sent twice per rank, against
+     * P-1 packed contributions received on path A. Exact sums in rank order, as path B's. */
+    if ((c.codec->flags & CODEC_LOSSLESS) && !(c.codec->flags & CODEC_SPATIAL_SPARSE) && P > 2 && !c.ef_new) {
+        c.stats->bytes_uncompressed_wire += 2 * n * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
+        c.stats->sparse_twophase++;
+        return path_exact_twophase(c, *c.codec, c.params, in, out, n);
+    }
     const T *src = coll_ef_input(c, in, n);
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
@@ -442,7 +457,7 @@ Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n) {
         twophase = cost_b < 0.9 * cost_a;
     }
     if (twophase) c.stats->sparse_twophase++;
-    return twophase ? path_sparse_twophase(c, mine, len, out, n)
+    return twophase ? path_sparse_twophase(c, out, n)
                     : path_allgather(c, mine, len, ex, out, n, static_cast<const void *>(in) == out);
 }
 

@@ -82,6 +82,10 @@ inline constexpr int estimate = enum_value(SettingId::fft_plan, "estimate");
 inline constexpr int measure = enum_value(SettingId::fft_plan, "measure");
 inline constexpr int patient = enum_value(SettingId::fft_plan, "patient");
 }  // namespace fft_plan_kind
+namespace lossy_kind {
+inline constexpr int fp32 = enum_value(SettingId::lossy_types, "fp32");
+inline constexpr int fp64 = enum_value(SettingId::lossy_types, "fp64");
+}  // namespace lossy_kind
 namespace coll_kind {
 inline constexpr int allreduce = enum_value(SettingId::collectives, "allreduce");
 inline constexpr int allgather = enum_value(SettingId::collectives, "allgather");

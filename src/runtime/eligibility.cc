@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/mpi_family.h"
 #include "runtime/costmodel.h"
+#include "runtime/policy.h"
 #include "runtime/progress.h"
 #include "runtime/runtime.h"
 #include "base/mpi_next.h"
@@ -92,8 +93,9 @@ static_assert(static_cast<int>(Coll::reduce_scatter_block) == coll_kind::reduce_
               "a Coll's value is its bit in the collectives setting");
 bool codec_on(const CollArgs &, const CommState &st) { return st.settings.codec != static_cast<int>(CodecId::none); }
 /* fft_topk only where its transforms were probed alike on every rank (state_agree_fft) */
-bool fft_alike(const CollArgs &, const CommState &st) {
-    return st.settings.codec != static_cast<int>(CodecId::fft_topk) || st.fft > 0;
+bool fft_alike(const CollArgs &a, const CommState &st) {
+    const CodecOps *c = policy_codec(st.settings, a.elem);
+    return !c || c->id != CodecId::fft_topk || st.fft > 0;
 }
 bool big_enough(const CollArgs &a, const CommState &st) {
     return static_cast<uint64_t>(coll_elements(a)) * elem_bytes(a.elem) >= st.settings.min_bytes;
@@ -101,7 +103,7 @@ bool big_enough(const CollArgs &a, const CommState &st) {
 /* doubles: only with a codec that has an fp64 form (src/base/codecs.def, kernels/codec.h) */
 bool codec_fp64(const CollArgs &a, const CommState &st) {
     if (a.elem != Elem::f64) return true;
-    const CodecOps *c = codec_by_id(st.settings.codec);
+    const CodecOps *c = policy_codec(st.settings, Elem::f64);
     return c && codec_has_elem(*c, Elem::f64);
 }
 /* doubles: an explicit width must be one the codec has for doubles (bitpack: 16..64). The
@@ -109,8 +111,9 @@ bool codec_fp64(const CollArgs &a, const CommState &st) {
  * floats. */
 bool bits_fp64(const CollArgs &a, const CommState &st) {
     if (a.elem != Elem::f64 || !st.settings.bits) return true;
-    const CodecOps *c = codec_by_id(st.settings.codec);
-    if (!c || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f64)) return true;
+    const CodecOps *c = policy_codec(st.settings, Elem::f64);
+    /* a lossy codec not opted in for doubles: they run the lossless codec, which has no width */
+    if (!c || static_cast<int>(c->id) != st.settings.codec || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f64)) return true;
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
         log_warn("bits=%lld is not a width codec %s has for doubles (%d..%d in steps of %d): calls on doubles pass "
@@ -130,13 +133,13 @@ bool bound_host(const CollArgs &a, const CommState &st) {
  * floats (bits 40..64 are widths for doubles only) */
 bool codec_fp32(const CollArgs &a, const CommState &st) {
     if (a.elem != Elem::f32) return true;
-    const CodecOps *c = codec_by_id(st.settings.codec);
+    const CodecOps *c = policy_codec(st.settings, Elem::f32);
     return c && codec_has_elem(*c, Elem::f32);
 }
 bool bits_fp32(const CollArgs &a, const CommState &st) {
     if (a.elem != Elem::f32 || !st.settings.bits) return true;
-    const CodecOps *c = codec_by_id(st.settings.codec);
-    if (!c || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f32)) return true;
+    const CodecOps *c = policy_codec(st.settings, Elem::f32);
+    if (!c || static_cast<int>(c->id) != st.settings.codec || codec_bits_ok(*c, static_cast<int>(st.settings.bits), Elem::f32)) return true;
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
         log_warn("bits=%lld is not a width codec %s has for floats (%d..%d in steps of %d): calls on floats pass "

@@ -1,10 +1,13 @@
 #include "runtime/policy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
+#include "base/log.h"
+#include "lossless/lossless.h"
 #include "qsgd/qsgd.h"
 #include "rangefloat/rangefloat.h"
 #include "runtime/schedule.h"
@@ -73,6 +76,15 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
         case CodecId::rangefloat:
             p->variant = rf_mode(s);
             break;
+        case CodecId::lossless:
+            /* no width; the transform is the header variant, the block size (log2) its param;
+             * the zstd level stays encode-side (kernels/lossless/lossless.h) */
+            p->bits = 0;
+            p->variant = s.lossless_mode == enum_value(SettingId::lossless_mode, "delta") ? lossless::kDelta
+                                                                                        : lossless::kShuffle;
+            p->param = lossless::kBlockLog2;
+            p->level = static_cast<int>(s.lossless_level);
+            break;
         case CodecId::zfp:
             /* fixed rate: bits is the rate; fixed accuracy: the tolerance travels in param
              * (kernels/zfp/zfp.h) */
@@ -86,6 +98,23 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
             break;
     }
     return c.check(*p);
+}
+
+const CodecOps *policy_codec(const Settings &s, Elem e) {
+    const CodecOps *c = codec_by_id(s.codec);
+    if (!c || (c->flags & CODEC_LOSSLESS) || error_bound_on(s.error_bound)) return c;
+    const int bit = e == Elem::f64 ? lossy_kind::fp64 : lossy_kind::fp32;
+    if ((s.lossy_types >> bit) & 1u) return c;
+    /* a setting the user chose (not the defaults' awp over bitpack) no longer reaches this type */
+    static std::atomic<bool> said[2];
+    if ((s.bits || s.codec != static_cast<int>(CodecId::bitpack) || s.policy != policy_kind::awp) &&
+        !said[e == Elem::f64].exchange(true))
+        log_info("codec=%s%s is lossy and lossy_types does not list %s: %s data is compressed losslessly instead "
+                 "(codec lossless, bit-exact, where the cost model finds it pays); set COMPMPI_LOSSY_TYPES=fp32,fp64 "
+                 "(hint compmpi_lossy_types) to compress %s with codec %s too",
+                 c->name, s.bits ? (" bits=" + std::to_string(s.bits)).c_str() : "", elem_name(e), elem_name(e),
+                 elem_name(e), c->name);
+    return codec_by_id(static_cast<int>(CodecId::lossless));
 }
 
 /* ---- awp ---- */
@@ -225,7 +254,7 @@ void awp_update(AwpState *a, double norm, const AwpConfig &cfg, int max_bits) {
  * per call (awp; a schedule of another parameter would be one more stage beside it). */
 Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan, Elem elem) {
     const Settings &s = st.settings;
-    plan->codec = codec_by_id(s.codec);
+    plan->codec = policy_codec(s, elem);
     if (!plan->codec) return Status::invalid_arg;
     if (!codec_has_elem(*plan->codec, elem)) return Status::unsupported;
     CMPI_CHECK(codec_params_from_settings(*plan->codec, s, &plan->params, elem));

@@ -30,6 +30,13 @@ Status policy_plan(CommState &st, Coll kind, size_t count, int root, Plan *plan,
  * No-op when plan.awp is null. */
 void policy_observe(CommState &st, const Plan &plan, double norm);
 
+/* The codec a call on elements of type e runs (docs/codecs/lossless.md, "Lossy only where
+ * asked"): the settings' codec, unless it is lossy and e is not among lossy_types -- then the
+ * lossless codec. error_bound mode keeps the settings' codec (its planner chooses codecs that
+ * hold the bound for both types). The first time an explicit lossy setting is narrowed this
+ * way, a note says how to opt the type in. Depends on the agreed settings only. */
+const CodecOps *policy_codec(const Settings &s, Elem e);
+
 /* Codec parameters named by the settings (bits, variant, ...), for elements of type elem
  * (bits 0: the codec's default width for that type). */
 Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecParams *p, Elem elem = Elem::f32);
