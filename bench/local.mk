@@ -5,6 +5,11 @@ bench_codec_bench_LDADD = libcompmpi_core.la
 noinst_PROGRAMS += bench/zfp_bench
 bench_zfp_bench_SOURCES = bench/zfp_bench.cc
 bench_zfp_bench_LDADD = libcompmpi_core.la $(ZFP_LIBS)
+if HAVE_FPZIP
+noinst_PROGRAMS += bench/lossless_bench
+bench_lossless_bench_SOURCES = bench/lossless_bench.cc
+bench_lossless_bench_LDADD = libcompmpi_core.la -lfpzip
+endif
 bench_coll_bench_SOURCES = bench/coll_bench.c
 bench_coll_bench_LDADD = -lm
 noinst_PROGRAMS += bench/overlap_bench
