@@ -24,3 +24,6 @@ bench_fp64_bench_LDADD = -lm
 noinst_PROGRAMS += bench/zfp_raw
 bench_zfp_raw_SOURCES = bench/zfp_raw.c
 bench_zfp_raw_LDADD = $(ZFP_LIBS) -lm
+noinst_PROGRAMS += bench/wholeprog_bench
+bench_wholeprog_bench_SOURCES = bench/wholeprog_bench.c
+bench_wholeprog_bench_LDADD =

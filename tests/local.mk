@@ -88,6 +88,8 @@ tests_mpi_t_plain_verdict_LDADD = -lm
 tests_mpi_t_plain_simd_state_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_lossy_types
 tests_mpi_t_plain_lossy_types_LDADD = -lm
+MPITEST_PROGS += tests/mpi/t_plain_thread_level
+tests_mpi_t_plain_thread_level_LDADD = -lm
 # MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,
 # which has no MPI_T: its testlist lines are optional)
 if HAVE_MPI_T_CVARS
