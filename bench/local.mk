@@ -27,3 +27,6 @@ bench_zfp_raw_LDADD = $(ZFP_LIBS) -lm
 noinst_PROGRAMS += bench/wholeprog_bench
 bench_wholeprog_bench_SOURCES = bench/wholeprog_bench.c
 bench_wholeprog_bench_LDADD =
+noinst_PROGRAMS += bench/validate_exact
+bench_validate_exact_SOURCES = bench/validate_exact.c
+bench_validate_exact_LDADD = -lm
