@@ -102,11 +102,12 @@ tests_mpi_t_codecs_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_cost_skew_LDFLAGS = $(MPITEST_NOINSTALL)
 
-EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh tests/check_layers.sh
+EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh tests/check_layers.sh \
+	tests/check_spdx.sh
 
 # make check: unit tests through automake's harness, then the MPI test list, then the
-# docs/settings consistency check.
-TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh tests/check_layers.sh
+# docs/settings consistency check, the layers and the SPDX licence lines (tools/spdx.sh).
+TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh tests/check_layers.sh tests/check_spdx.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
 	MPI_FAMILY=$(MPI_FAMILY) MPI_TEST_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY MPI_TEST_LIBNAME;
 EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py tests/mpi/tsan.supp tests/mpi/lsan.supp
