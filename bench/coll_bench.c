@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * coll_bench — plain MPI benchmark of float MPI_Allreduce / MPI_Allgather /
  * MPI_Bcast / MPI_Reduce_scatter_block, meant to be run with and without libcompmpi

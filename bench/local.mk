@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmarks (built by make, run by hand or by bench/run_*.sh; never part of make check)
 noinst_PROGRAMS += bench/codec_bench bench/coll_bench
 bench_codec_bench_SOURCES = bench/codec_bench.cc

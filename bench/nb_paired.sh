@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # libcompmpi with its defaults against plain MPICH IN THE SAME JOB for the non-blocking and
 # persistent forms (issue 29: never more than 5% slower at any size 4 KiB-256 MiB, as
 # communication time alone and as overlap time), shared memory, 2 ranks,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * overlap_bench — does computation overlap a non-blocking float MPI_Iallreduce? Plain MPI,
  * meant to be run with and without libcompmpi (LD_PRELOAD).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ---- unit tests (CMocka), one program per module; codecs add theirs in kernels/*/local.mk
 UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)

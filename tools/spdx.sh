@@ -3,7 +3,7 @@
 # tools/spdx.sh [--check | --list]: the licence line (LICENSE, README.md "Licence")
 #     SPDX-License-Identifier: BSD-3-Clause
 # in every source file git tracks, in the file's own comment syntax, as its first line (after
-# a "#!" line, and after a Python coding line, where there is one):
+# a "#!" line, and after a Python coding line or an Emacs -*- mode -*- line, where there is one):
 #   //   C, C++, CUDA, X-macro tables     .c .cc .cpp .h .hpp .cu .cuh .def
 #   /**/ public C header, linker scripts  include/*.h (users may compile as C89), .map
 #   #    shell, Python, make, autotools   .sh .py .mk Makefile.am .ac .m4 .pc.in, and any
@@ -96,8 +96,8 @@ while IFS= read -r -d '' f; do
             esac
             after=0
             [ "$(head -c 2 -- "$f")" = '#!' ] && after=1
-            # PEP 263: a coding line must stay on line 1 or 2
-            sed -n "$((after + 1))p" -- "$f" | grep -Eq '^#.*coding[:=]' && after=$((after + 1))
+            # PEP 263's coding line and Emacs' -*- mode -*- line must stay on line 1 (or 2)
+            sed -n "$((after + 1))p" -- "$f" | grep -Eq 'coding[:=]|-\*-.*-\*-' && after=$((after + 1))
             insert "$f" $after "$line"
             changed=$((changed + 1)) ;;
     esac

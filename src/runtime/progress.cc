@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Non-blocking collectives: one progress channel per communicator (docs/design.md,
  * "Non-blocking collectives"), the cost model's measured-then-direct path. */
 #include "runtime/progress.h"

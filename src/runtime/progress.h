@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Non-blocking (MPI_I*) and persistent (MPI_*_init, MPI-4) collectives, compressed by a
  * progress thread per communicator (docs/design.md, "Non-blocking collectives").
  *

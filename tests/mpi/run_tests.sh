@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Run the MPI test list (tests/mpi/testlist). Prints one line per run and a closing
 # "N passed, N failed". Environment: top_builddir, top_srcdir (set by make check),
 # MPI_FAMILY (mpich | openmpi; set by make check, else read from MPIEXEC --version),

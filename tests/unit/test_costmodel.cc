@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The cost model's decisions (src/runtime/costmodel.h), driven with agreed times directly. */
 #include <initializer_list>
 
