@@ -78,7 +78,7 @@ insert() {
 
 missing=() changed=0
 while IFS= read -r -d '' f; do
-    [ -f "$f" ] && [ ! -L "$f" ] || continue
+    { [ -f "$f" ] && [ ! -L "$f" ]; } || continue
     s=$(style "$f")
     [ -n "$s" ] || continue
     if has_id "$f"; then
