@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * wholeprog_bench — what preloading costs the calls libcompmpi does NOT compress (issue 42,
  * part 1): point-to-point latency (blocking and non-blocking) and bandwidth, MPI_Barrier,

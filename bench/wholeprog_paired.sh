@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What preloading costs the calls libcompmpi does not compress (issue 42, part 1): plain MPI
 # against the same program preloaded with libcompmpi's defaults, at the thread level the
 # program asks for, runs alternating (A B B A ...; the thread level is per process, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The thread level a program gets is the one it asked for (issue 42, part 1): libcompmpi's
  * default nb_progress=auto never raises it. A plain MPI program:
  *
