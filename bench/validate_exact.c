@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * validate_exact — OSU-style validation of an unmodified program under the default preload
  * (issue 42, part 2): on shared memory no codec beats MPI, so the cost model must keep every

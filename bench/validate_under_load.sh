@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # OSU-style validation under the default preload, on a quiet and on a loaded machine (issue
 # 42, part 2): bench/validate_exact.c checks every call of allreduce, bcast, allgather and
 # their non-blocking forms (4-256 KiB of floats) against MPI's own result, bit for bit. On
