@@ -8,6 +8,8 @@
  *   tol=X       largest error allowed, relative to the largest sum of magnitudes of a result
  *               (0, the default: every result bit for bit the exact one)
  *   max=N       largest count (default 64)
+ *   also=N      one count more after 0..max (repeatable: a few large ones, where the
+ *               two-phase allreduce replaces the allgather path)
  *   report      rank 0 prints the largest relative error seen (to choose tol)
  * Always: every rank holds the same bits, and the bcast root's buffer is never written. The
  * data are small integers times a power of two, so every exact sum is exact in any order. */
@@ -17,6 +19,7 @@ static int P, R;
 static double tol = 0;
 static int max_count = 64;
 static int report = 0;
+static int also[8], n_also = 0;
 static double worst = 0; /* largest err / scale seen */
 
 /* rank r's element i of call `seed`: an integer in [-2^10, 2^10] times 2^-6 (floats and doubles
@@ -141,6 +144,7 @@ int main(int argc, char **argv) {
         if (!strncmp(argv[i], "tol=", 4)) tol = atof(argv[i] + 4);
         else if (!strncmp(argv[i], "max=", 4)) max_count = atoi(argv[i] + 4);
         else if (!strcmp(argv[i], "report")) report = 1;
+        else if (!strncmp(argv[i], "also=", 5) && n_also < 8) also[n_also++] = atoi(argv[i] + 5);
         else {
             if (R == 0) fprintf(stderr, "t_small_counts: unknown argument %s\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -150,6 +154,10 @@ int main(int argc, char **argv) {
     for (int n = 0; n <= max_count; ++n) {
         run(0, n);
         run(1, n);
+    }
+    for (int k = 0; k < n_also; ++k) {
+        run(0, also[k]);
+        run(1, also[k]);
     }
     if (report) {
         double all = 0;
