@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Small counts (issue 42, "edge cases that log errors"): an unmodified program allreduces
  * (blocking, non-blocking, persistent), broadcasts, allgathers and reduce-scatters every count
  * 0..64 of floats and of doubles -- empty buffers, count 1, odd counts, counts below the rank

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Small counts, every codec (issue 42, "edge cases that log errors"): encode then decode (and
  * decode-add) of 0, 1, 2, ... 64 floats and doubles succeeds with the parameters the settings
  * give (codec_params_from_settings, as the collectives build them), on the data's own shared
