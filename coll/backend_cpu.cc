@@ -21,8 +21,9 @@ uint8_t cpu_encode(void *, const CodecOps &c, const CodecParams &p, const T *dat
     if (plen) *plen = s == Status::ok ? len : kBlobHeaderBytes;
     if (s == Status::ok) return 0;
     if (s == Status::nonfinite) return BLOB_NONFINITE;
+    /* the data's own type: p.elem is what the caller claimed, and may be what went wrong */
     log_error("%s encode of %zu %s values failed (%s); this call falls back to the exact MPI collective", c.name, n,
-              elem_name(p.elem), status_str(s));
+              elem_name(elem_of(data)), status_str(s));
     blob_write_header(blob, BlobInfo{c.id, BLOB_ABANDON, p.bits, p.variant, p.param, n, 0, p.elem});
     return BLOB_ABANDON;
 }

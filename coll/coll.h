@@ -298,6 +298,18 @@ template <class T> const T *coll_ef_input(CollCtx &c, const T *in, size_t n);
 /* ef_new[0..n) = src - decode(blob): the part of src this blob failed to carry. */
 template <class T> void coll_ef_update(CollCtx &c, const uint8_t *blob, size_t cap, const T *src, size_t n, T *ef_new);
 
+/* Parameters for the exact transport of a phase (the `none` codec's verbatim sums, the sparse
+ * codec's packed partial sums) of a call whose codec parameters are p: the call's element
+ * type and kernel context, nothing of its codec. A default CodecParams{} says fp32, and a
+ * call on doubles then failed to encode every such blob (issue 42). */
+inline CodecParams coll_exact_params(const CodecParams &p) {
+    CodecParams q{};
+    q.elem = p.elem;
+    q.simd = p.simd;
+    q.threads = p.threads;
+    return q;
+}
+
 /* Codecs whose paper quantises each contribution exactly once and sums the decoded
  * contributions exactly (q8: Dettmers; qsgd: Alistarh et al., Alg. 1). */
 bool coll_quantise_once(const CodecOps &codec);

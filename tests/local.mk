@@ -4,9 +4,12 @@ UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts
 TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts
+tests_unit_test_small_counts_SOURCES = tests/unit/test_small_counts.cc tests/unit/testutil.h
+tests_unit_test_small_counts_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_small_counts_LDADD = $(UNIT_LDADD)
 tests_unit_test_bound_SOURCES = tests/unit/test_bound.cc tests/unit/testutil.h
 tests_unit_test_bound_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_bound_LDADD = $(UNIT_LDADD)
@@ -88,6 +91,8 @@ tests_mpi_t_plain_gather_segments_LDADD = -lm
 tests_mpi_t_plain_verdict_LDADD = -lm
 tests_mpi_t_plain_simd_state_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_lossy_types
+# every count 0..64, every collective, floats and doubles: no codec logs an error (issue 42)
+MPITEST_PROGS += tests/mpi/t_small_counts
 tests_mpi_t_plain_lossy_types_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_thread_level
 tests_mpi_t_plain_thread_level_LDADD = -lm

@@ -132,7 +132,7 @@ AllreduceCost allreduce_cost(const CollCtx &c, size_t n, bool halving) {
     if (!reduced) p2 = c.params;
     if (!reduced && coll_quantise_once(*c.codec)) {
         codec2 = codec_by_id(static_cast<int>(CodecId::none));
-        p2 = CodecParams{};
+        p2 = coll_exact_params(c.params);
     }
     const size_t q = (n + static_cast<size_t>(P) - 1) / static_cast<size_t>(P);
     if (coll_quantise_once(*c.codec)) {

@@ -92,9 +92,7 @@ Enc sum_params(const CollCtx &c, int cnt) {
     }
     if (quantise_once(*c.codec)) { /* q8: the sums travel exactly */
         e.codec = codec_by_id(static_cast<int>(CodecId::none));
-        e.p = CodecParams{};
-        e.p.simd = c.params.simd;
-        e.p.threads = c.params.threads;
+        e.p = coll_exact_params(c.params);
     }
     return e;
 }

@@ -381,10 +381,7 @@ Status path_exact_twophase(CollCtx &c, const CodecOps &sp, const CodecParams &sp
 
 /* path B for the sparsifiers: s_r = D(b_r), decoded before the path choice, packed by `sparse` */
 template <class T> Status path_sparse_twophase(CollCtx &c, T *out, size_t n) {
-    CodecParams sp_p;
-    sp_p.elem = c.params.elem;
-    sp_p.simd = c.params.simd;
-    sp_p.threads = c.params.threads;
+    const CodecParams sp_p = coll_exact_params(c.params);
     return path_exact_twophase(c, *codec_by_id(static_cast<int>(CodecId::sparse)), sp_p,
                                static_cast<const T *>(be_scratch<T>(c, 2, n)), out, n);
 }

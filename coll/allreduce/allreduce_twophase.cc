@@ -308,9 +308,7 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
     if (!reduced) p2 = c.params;
     if (!reduced && quantise_once(*c.codec)) {
         codec2 = codec_by_id(static_cast<int>(CodecId::none));
-        p2 = CodecParams{};
-        p2.simd = c.params.simd;
-        p2.threads = c.params.threads;
+        p2 = coll_exact_params(c.params);
     }
     if (coll_gather_may_sum(*c.codec)) {
         /* the allgather path when it moves no more bytes per rank than two phases:
