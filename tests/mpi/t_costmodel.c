@@ -12,10 +12,11 @@
 
 #include "mpitest.h"
 
-/* kExplore: the model's exploration calls per class (src/runtime/costmodel.h: 2 x (kCostWarmup + kCostSamples)),
- * kConfirm more where those chose compression (2 x kCostConfirm): the calls after kExplore are
- * exact then either way (decided exact, or exploring), the decision counts from kExplore + kConfirm */
-enum { kIters = 22, kExplore = 8, kConfirm = 4, kSizes = 3 };
+/* kExplore: the most calls a class can explore (src/runtime/costmodel.h, kCostExploreCompMax:
+ * 2 warm-up pairs, up to 8 deciding pairs, 4 confirming pairs); a class decided exact earlier
+ * (10..20 calls) is exact then either way; the decision counts from kExplore + kConfirm (the
+ * first re-check of a compressed class comes after 64 decided calls, past kIters) */
+enum { kIters = 40, kExplore = 28, kConfirm = 0, kSizes = 3 };
 
 int main(int argc, char **argv) {
     int rank, size;
