@@ -402,7 +402,7 @@ bool read_decisions(const std::string &path, int ranks, uint64_t hash, std::map<
         return *why = "version " + std::to_string(version) + ", this library reads " + std::to_string(kDecisionsVersion), false;
     if (r != ranks) return *why = "recorded with " + std::to_string(r) + " ranks, this run has " + std::to_string(ranks), false;
     if (h != hash) {
-        char b[128];
+        char b[256];
         std::snprintf(b, sizeof b, "settings hash %016llx, this run's is %016llx (cost_model, cost_margin, policy, codec, "
                       "bits, min_bytes, lossy_types, collectives differ)", h, static_cast<unsigned long long>(hash));
         return *why = b, false;
