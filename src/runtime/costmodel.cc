@@ -403,8 +403,8 @@ bool read_decisions(const std::string &path, int ranks, uint64_t hash, std::map<
     if (r != ranks) return *why = "recorded with " + std::to_string(r) + " ranks, this run has " + std::to_string(ranks), false;
     if (h != hash) {
         char b[256];
-        std::snprintf(b, sizeof b, "settings hash %016llx, this run's is %016llx (cost_model, cost_margin, policy, codec, "
-                      "bits, min_bytes, lossy_types, collectives differ)", h, static_cast<unsigned long long>(hash));
+        std::snprintf(b, sizeof b, "settings hash %016llx, this run's is %016llx (one of cost_model, cost_margin, policy, "
+                      "codec, bits, min_bytes, lossy_types, collectives differs)", h, static_cast<unsigned long long>(hash));
         return *why = b, false;
     }
     for (int n = 2; std::getline(f, line); ++n) {

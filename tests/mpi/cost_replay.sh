@@ -61,11 +61,12 @@ other=$(run other COMPMPI_FAULT=cost_skew:toward=exact:factor=1000)
 check '[ -n "$rec" ] && [ -n "$other" ] && [ "$rec" != "$other" ]' "without replay the opposite skew gives other bits ($rec vs $other)"
 rep=$(run replay COMPMPI_FAULT=cost_skew:toward=exact:factor=1000 COMPMPI_COST_REPLAY="$dir/decisions.txt" COMPMPI_STATS=1)
 check '[ -n "$rep" ] && [ "$rep" = "$rec" ]' "replayed under the opposite skew: the recorded bits ($rep)"
-check '! grep -q "refused" "$dir/replay.err" && ! grep -Eq "cost_explore=[1-9]" "$dir/replay.err"' "the replayed run explores nothing and refuses nothing"
+check 'grep -Eq "cost_explore=[1-9]" "$dir/record.err" && ! grep -q "refused" "$dir/replay.err" && ! grep -Eq "cost_explore=[1-9]" "$dir/replay.err"' "the recording run explored, the replayed run explores nothing and refuses nothing"
 sed 's/settings=[0-9a-f]*/settings=0123456789abcdef/' "$dir/decisions.txt" >"$dir/other_settings.txt"
 bad=$(run bad_settings COMPMPI_FAULT=cost_skew:toward=exact:factor=1000 COMPMPI_COST_REPLAY="$dir/other_settings.txt")
 check '[ "$(grep -c "cost_replay=.*refused: settings hash" "$dir/bad_settings.err")" = 1 ] && [ "$bad" = "$other" ]' "another settings hash: refused in one line, the run measures"
 echo "not a decisions file" >"$dir/garbage.txt"
 bad=$(run garbage COMPMPI_FAULT=cost_skew:toward=exact:factor=1000 COMPMPI_COST_REPLAY="$dir/garbage.txt")
 check '[ "$(grep -c "cost_replay=.*refused" "$dir/garbage.err")" = 1 ] && [ "$bad" = "$other" ]' "an unparsable file: refused in one line, the run measures"
+grep -h "refused" "$dir/bad_settings.err" "$dir/garbage.err" | sed 's/^/      /' 
 exit $fail
