@@ -2,8 +2,8 @@
  * communicator, so that preloading libcompmpi never makes a program slower.
  *
  * What it measures. For every (collective, size class, plan) it keeps the times of the exact
- * PMPI collective and of the compressed algorithm for that plan (codec, width), from
- * `kCostSamples` timed calls each of that size class. A size class is a power-of-two
+ * PMPI collective and of the compressed algorithm for that plan (codec, width), from timed
+ * calls of that size class, taken in pairs (below). A size class is a power-of-two
  * bucket of the per-rank payload (bytes in [2^k, 2^(k+1))); times are scaled linearly to the
  * call's size within its class. The time of one call is the slowest rank's (an agreement
  * PMPI_Allreduce(MAX) of one double after each timed call), so these are collective times
