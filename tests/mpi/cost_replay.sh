@@ -2,7 +2,7 @@
 # Record / replay of the cost model's decisions (settings cost_record, cost_replay;
 # docs/design.md, "Record and replay"), with tests/mpi/t_plain_cost_replay on 2 ranks, preloaded,
 # a static 16-bit bitpack plan gated by the model (deterministic bits per call):
-#   1. record: COMPMPI_FAULT=cost_skew:toward=compressed (every exact sample 1000x: every class
+#   1. record: COMPMPI_FAULT=cost_skew:toward=compressed (every exact sample 10^6 x: every class
 #      decides compressed) and cost_record=FILE; the file holds the header and decisions;
 #   2. without replay under the opposite skew (toward=exact): every class exact, so the hash of
 #      the results after the exploration differs from the recorded run's;
@@ -58,20 +58,20 @@ check() { # check COND MESSAGE [RUN...]: on failure the runs' stderr tails
     for r in "$@"; do sed "s/^/      $r| /" "$dir/$r.err" | tail -15; done
 }
 
-rec=$(run record COMPMPI_FAULT=cost_skew:toward=compressed:factor=1000 COMPMPI_COST_RECORD="$dir/decisions.txt" COMPMPI_STATS=1)
+rec=$(run record COMPMPI_FAULT=cost_skew:toward=compressed:factor=1000000 COMPMPI_COST_RECORD="$dir/decisions.txt" COMPMPI_STATS=1)
 check '[ -s "$dir/decisions.txt" ] && head -1 "$dir/decisions.txt" | grep -Eq "^compmpi-cost-decisions version=1 ranks=2 settings=[0-9a-f]{16}$"' "the record has its header"
 check '[ "$(grep -c "decision=compressed$" "$dir/decisions.txt")" = 4 ]' "4 classes recorded compressed (allreduce, allgather x 16 KiB, 256 KiB)" record
 check 'diff <(sed 1d "$dir/decisions.txt") <(sed -n "s/^compmpi-stats-decision: //p" "$dir/record.err") >/dev/null' "compmpi-stats-decision: lines are the file's lines" record
-other=$(run other COMPMPI_FAULT=cost_skew:toward=exact:factor=1000)
+other=$(run other COMPMPI_FAULT=cost_skew:toward=exact:factor=1000000)
 check '[ -n "$rec" ] && [ -n "$other" ] && [ "$rec" != "$other" ]' "without replay the opposite skew gives other bits ($rec vs $other)" record other
-rep=$(run replay COMPMPI_FAULT=cost_skew:toward=exact:factor=1000 COMPMPI_COST_REPLAY="$dir/decisions.txt" COMPMPI_STATS=1)
+rep=$(run replay COMPMPI_FAULT=cost_skew:toward=exact:factor=1000000 COMPMPI_COST_REPLAY="$dir/decisions.txt" COMPMPI_STATS=1)
 check '[ -n "$rep" ] && [ "$rep" = "$rec" ]' "replayed under the opposite skew: the recorded bits ($rep)" record replay
 check 'grep -Eq "cost_explore=[1-9]" "$dir/record.err" && ! grep -q "refused" "$dir/replay.err" && ! grep -Eq "cost_explore=[1-9]" "$dir/replay.err"' "the recording run explored, the replayed run explores nothing and refuses nothing" record replay
 sed 's/settings=[0-9a-f]*/settings=0123456789abcdef/' "$dir/decisions.txt" >"$dir/other_settings.txt"
-bad=$(run bad_settings COMPMPI_FAULT=cost_skew:toward=exact:factor=1000 COMPMPI_COST_REPLAY="$dir/other_settings.txt")
+bad=$(run bad_settings COMPMPI_FAULT=cost_skew:toward=exact:factor=1000000 COMPMPI_COST_REPLAY="$dir/other_settings.txt")
 check '[ "$(grep -c "cost_replay=.*refused: settings hash" "$dir/bad_settings.err")" = 1 ] && [ "$bad" = "$other" ]' "another settings hash: refused in one line, the run measures" bad_settings
 echo "not a decisions file" >"$dir/garbage.txt"
-bad=$(run garbage COMPMPI_FAULT=cost_skew:toward=exact:factor=1000 COMPMPI_COST_REPLAY="$dir/garbage.txt")
+bad=$(run garbage COMPMPI_FAULT=cost_skew:toward=exact:factor=1000000 COMPMPI_COST_REPLAY="$dir/garbage.txt")
 check '[ "$(grep -c "cost_replay=.*refused" "$dir/garbage.err")" = 1 ] && [ "$bad" = "$other" ]' "an unparsable file: refused in one line, the run measures" garbage
 grep -h "refused" "$dir/bad_settings.err" "$dir/garbage.err" | sed 's/^/      /' 
 exit $fail
