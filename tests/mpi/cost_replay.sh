@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Record / replay of the cost model's decisions (settings cost_record, cost_replay;
 # docs/design.md, "Record and replay"), with tests/mpi/t_plain_cost_replay on 2 ranks, preloaded,
 # a static 16-bit bitpack plan gated by the model (deterministic bits per call):

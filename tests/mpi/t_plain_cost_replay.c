@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Record / replay of the cost model's decisions (settings cost_record / cost_replay,
  * src/runtime/costmodel.h; driven by tests/mpi/cost_replay.sh). A program that knows nothing of
  * libcompmpi (run preloaded) calls allreduce and allgather on two size classes, kCalls times
