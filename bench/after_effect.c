@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * after_effect — does a compressed call leave MPI's own collective slower? One job, one
  * preloaded libcompmpi, no noise from comparing separate jobs (on the 2-vCPU development VM

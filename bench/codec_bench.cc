@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Codec throughput against memcpy, measured in the same run on the same machine.
  *
  *   codec_bench [--mib N] [--reps R] [--codecs a,b] [--threads T]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * coll_bench — plain MPI benchmark of float MPI_Allreduce / MPI_Allgather /
  * MPI_Bcast / MPI_Reduce_scatter_block, meant to be run with and without libcompmpi
@@ -482,6 +483,23 @@ static void *xmalloc(size_t bytes)
     return p;
 }
 
+/* --thread-level single|funneled|serialized|multiple: MPI_Init_thread at that level (scanned
+ * before MPI_Init); without it MPI_Init. libcompmpi's default (nb_progress=auto) compresses
+ * non-blocking and persistent collectives only in a program that asked for MULTIPLE. */
+static int bench_init(int *argc, char ***argv)
+{
+    int level = -1, provided = 0;
+    for (int a = 1; a + 1 < *argc; a++)
+        if (!strcmp((*argv)[a], "--thread-level")) {
+            const char *v = (*argv)[a + 1];
+            level = !strcmp(v, "single") ? MPI_THREAD_SINGLE : !strcmp(v, "funneled") ? MPI_THREAD_FUNNELED
+                  : !strcmp(v, "serialized") ? MPI_THREAD_SERIALIZED : !strcmp(v, "multiple") ? MPI_THREAD_MULTIPLE : -2;
+            if (level == -2) { fprintf(stderr, "--thread-level: single|funneled|serialized|multiple\n"); exit(2); }
+        }
+    if (level < 0) return MPI_Init(argc, argv);
+    return MPI_Init_thread(argc, argv, level, &provided);
+}
+
 static void usage(void)
 {
     if (g_rank == 0)
@@ -489,12 +507,13 @@ static void usage(void)
                 "usage: coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,...]\n"
                 "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
                 "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired] [--cpu]\n"
-                "                  [--form blocking|nonblocking|persistent] [--overlap] [--plain-nonblocking]\n");
+                "                  [--form blocking|nonblocking|persistent] [--overlap] [--plain-nonblocking]\n"
+                "                  [--thread-level single|funneled|serialized|multiple]\n");
 }
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    bench_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
 
@@ -538,6 +557,7 @@ int main(int argc, char **argv)
             else die("unknown --form '%s'", v);
         }
         else if (!strcmp(o, "--cpu")) cpu = 1;
+        else if (!strcmp(o, "--thread-level") && a + 1 < argc) a++; /* bench_init */
         else if (!strcmp(o, "-h") || !strcmp(o, "--help")) { usage(); MPI_Finalize(); return 0; }
         else { usage(); die("unknown option '%s'", o); }
 #undef NEEDV

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Throughput of the CUDA codec kernels against the GPU's own copy bandwidth, measured in the
  * same run: cudaMemcpy device-to-device (the ceiling for a kernel that reads and writes),
  * pinned D2H/H2D (what the staged backend moves compressed bytes over), then per codec

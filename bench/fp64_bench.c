@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * fp64_bench -- MPI_Allreduce of doubles (MPI_DOUBLE, MPI_SUM), plain MPI against the same call
  * through libcompmpi, paired in one job: every iteration times PMPI_Allreduce (MPI's own; an

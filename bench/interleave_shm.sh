@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Interleaved plain MPICH vs libcompmpi preloaded with its defaults, shared memory, 2 ranks:
 # 5 alternating runs of coll_bench, medians of the per-run medians (docs/benchmarks.md §3).
 #   bench/interleave_shm.sh   (from the repository root, after scripts/build.sh)

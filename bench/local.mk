@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmarks (built by make, run by hand or by bench/run_*.sh; never part of make check)
 noinst_PROGRAMS += bench/codec_bench bench/coll_bench
 bench_codec_bench_SOURCES = bench/codec_bench.cc
@@ -24,3 +25,9 @@ bench_fp64_bench_LDADD = -lm
 noinst_PROGRAMS += bench/zfp_raw
 bench_zfp_raw_SOURCES = bench/zfp_raw.c
 bench_zfp_raw_LDADD = $(ZFP_LIBS) -lm
+noinst_PROGRAMS += bench/wholeprog_bench
+bench_wholeprog_bench_SOURCES = bench/wholeprog_bench.c
+bench_wholeprog_bench_LDADD =
+noinst_PROGRAMS += bench/validate_exact
+bench_validate_exact_SOURCES = bench/validate_exact.c
+bench_validate_exact_LDADD = -lm

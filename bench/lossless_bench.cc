@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The `lossless` codec against the data's entropy, fpzip and memcpy, in one run.
  *
  *   lossless_bench [--reps R] [--f32 FILE]...   (FILE: raw little-endian float32, e.g. a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The cost model's predicted time against its measured time, per collective and size class
 # (issue 11: within 25% for the plan it chose). One job per size group, libcompmpi preloaded
 # with its defaults and COMPMPI_STATS=1, 2 ranks on shared memory: calls up to 256 KiB in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # libcompmpi with its defaults against plain MPICH IN THE SAME JOB for the non-blocking and
 # persistent forms (issue 29: never more than 5% slower at any size 4 KiB-256 MiB, as
 # communication time alone and as overlap time), shared memory, 2 ranks,
@@ -25,7 +26,9 @@
 # Under MPICH < 4.1 the persistent allgather up to 256 KiB is also compared with MPICH's
 # non-blocking allgather (form persistent_vs_nonblocking): MPICH's own persistent allgather
 # returns wrong data there (docs/benchmarks.md §10b).
-# Library settings: none (no COMPMPI_* variable at all).
+# Library settings: none (no COMPMPI_* variable at all); the program asks for
+# MPI_THREAD_MULTIPLE (--thread-level multiple), which is what gets the progress threads under
+# the default nb_progress=auto.
 # Every output line carries the 1-minute load average read when its job started.
 # Run from the repository root after scripts/build.sh. Prints markdown tables.
 set -u
@@ -59,7 +62,7 @@ run() { # side form mode sizes iters warmup [batch]
     [ "$side" = lib ] && E=(-genv LD_PRELOAD "$lib")
     [ "$mode" = overlap ] && O=(--overlap)
     local l; l=$(load1)
-    timeout 900 mpiexec.mpich -n 2 "${E[@]}" "$bench" --paired --form "$form" "${O[@]}" --coll "${colls_run:-$colls}" \
+    timeout 900 mpiexec.mpich -n 2 "${E[@]}" "$bench" --thread-level multiple --paired --form "$form" "${O[@]}" --coll "${colls_run:-$colls}" \
         --sizes "$sz" --batch "$batch" --iters "$it" --warmup "$wu" ${plain_flag:-} </dev/null 2>>"$out/stderr" |
         grep '^coll=' | sed "s/^/side=$side mode=$mode load=$l /"
 }

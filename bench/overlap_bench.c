@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * overlap_bench — does computation overlap a non-blocking float MPI_Iallreduce? Plain MPI,
  * meant to be run with and without libcompmpi (LD_PRELOAD).
@@ -58,6 +59,23 @@ static double max_over_ranks(double t) {
     return m;
 }
 
+/* --thread-level single|funneled|serialized|multiple: MPI_Init_thread at that level (scanned
+ * before MPI_Init); without it MPI_Init. libcompmpi's default (nb_progress=auto) compresses
+ * non-blocking and persistent collectives only in a program that asked for MULTIPLE. */
+static int bench_init(int *argc, char ***argv)
+{
+    int level = -1, provided = 0;
+    for (int a = 1; a + 1 < *argc; a++)
+        if (!strcmp((*argv)[a], "--thread-level")) {
+            const char *v = (*argv)[a + 1];
+            level = !strcmp(v, "single") ? MPI_THREAD_SINGLE : !strcmp(v, "funneled") ? MPI_THREAD_FUNNELED
+                  : !strcmp(v, "serialized") ? MPI_THREAD_SERIALIZED : !strcmp(v, "multiple") ? MPI_THREAD_MULTIPLE : -2;
+            if (level == -2) { fprintf(stderr, "--thread-level: single|funneled|serialized|multiple\n"); exit(2); }
+        }
+    if (level < 0) return MPI_Init(argc, argv);
+    return MPI_Init_thread(argc, argv, level, &provided);
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -68,7 +86,7 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    bench_init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -80,8 +98,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--compute-ms") && i + 1 < argc) compute_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--test-every") && i + 1 < argc) test_every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--thread-level") && i + 1 < argc) ++i; /* bench_init */
         else {
-            if (rank == 0) fprintf(stderr, "usage: overlap_bench [--bytes 64M] [--iters K] [--compute-ms MS] [--test-every N]\n");
+            if (rank == 0) fprintf(stderr, "usage: overlap_bench [--bytes 64M] [--iters K] [--compute-ms MS] [--test-every N] [--thread-level L]\n");
             MPI_Finalize();
             return 2;
         }

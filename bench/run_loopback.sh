@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Compressed vs uncompressed MPI_Allreduce / MPI_Bcast / MPI_Allgather between ranks on this
 # machine (MPICH shared memory), measured in one run. Prints a markdown table with the
 # median time of each and the speedup (uncompressed / compressed).

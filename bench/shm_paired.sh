@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # libcompmpi with its defaults against plain MPICH IN THE SAME JOB, shared memory, 2 ranks,
 # MPI_Allreduce / MPI_Allgather / MPI_Bcast of floats from 4 KiB to 256 MiB (issue 11:
 # never more than 5% slower at any size).

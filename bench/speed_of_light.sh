@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # speed_of_light.sh -- every codec against the two limits it cannot beat, measured in ONE run:
 #   1. CPU: encode / decode / decode-add GB/s of each codec against memcpy's GB/s measured by
 #      the same codec_bench process (bench/codec_bench.cc: 64 MiB of gradient-like fp32,
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
         --size) size=$2; shift 2 ;; --ranks) ranks=$2; shift 2 ;; --iters) iters=$2; shift 2 ;;
         --reps) reps=$2; shift 2 ;; --codecs) codecs=$2; shift 2 ;; --note) note=$2; shift 2 ;;
         --no-link) link=0; shift ;;
-        *) sed -n '2,26p' "$0" >&2; exit 2 ;;
+        *) sed -n '3,27p' "$0" >&2; exit 2 ;;
     esac
 done
 [ -n "$out" ] || out=$(mktemp -d /tmp/speed_of_light.XXXXXX)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* zfp fixed rate against bitpack of the same width, floats and doubles, with memcpy measured
  * in the same run on the same machine (docs/codecs/zfp.md, "Benchmark").
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* zfp_raw -- Debian libzfp called the ordinary way (zfp_compress / zfp_decompress of one 1-D
  * array of 8 Mi floats, fixed rate 8, 16, 32, serial), to tell the library's own speed from
  * our codec's (docs/codecs/zfp.md, "Benchmark"). Usage: zfp_raw */

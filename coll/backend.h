@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Where a collective's data lives. The algorithms in coll/ touch user data and fp32
  * scratch only through a Backend, and blobs always in host memory (what MPI sends). The
  * CPU backend (coll/backend_cpu.cc) works on host memory with the CPU kernels; the CUDA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The host backend: user data and fp32 scratch in host memory, CPU kernels (OpenMP + SIMD). */
 #include <cmath>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed collective algorithms. They move self-describing blobs (kernels/codec.h) with
  * PMPI calls and know nothing of which codec they carry. Each returns:
  *   Status::ok         the output buffer holds the result, bit-identical on every rank

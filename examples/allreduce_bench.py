@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Time comm.Allreduce(MPI.IN_PLACE, buf) on a float32 buffer, as the PyTorch job calls it.
 
     mpiexec.openmpi -n 2 [-x LD_PRELOAD=.../libcompmpi_openmpi.so -x COMPMPI_CODEC=q8] \\

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Build the example trainer.
 #   examples/build.sh [OUTDIR]            (default OUTDIR: build/examples)
 # Env: GEMM=openblas|hand (default: openblas if <cblas.h> + libopenblas are

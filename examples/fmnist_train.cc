@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fmnist_train.cc — plain-MPI data-parallel MLP trainer for Fashion-MNIST.
 //
 // This program knows nothing about libcompmpi: it is an ordinary MPI

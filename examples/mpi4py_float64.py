@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A user of doubles: numpy float64 arrays through mpi4py, unchanged, under the preload.
 
     mpiexec.openmpi -n 4 -x LD_PRELOAD=$PWD/_build-openmpi/.libs/libcompmpi_openmpi.so \

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run_codecs.sh — train the Fashion-MNIST example under several libcompmpi
 # codecs and compare accuracy, bytes on the wire and time.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run examples/torch_fmnist.py under plain Open MPI and under libcompmpi codecs; compare.
 
     examples/torch_codecs.py --lib _build/.libs/libcompmpi.so --ranks "2 4" \\

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Data-parallel PyTorch training on Fashion-MNIST, gradients averaged with mpi4py.
 
 This is an ordinary Horovod-style script: every rank holds a full replica of a small

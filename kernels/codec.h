@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The codec interface: one struct of operations for every codec, and the self-describing
  * payload ("blob") format every encoded message carries. Codecs know nothing of MPI.
  *

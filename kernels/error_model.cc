@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Error models of the deterministic codecs (error_model.h). Each bound below is on one
  * encode-decode round trip of a finite value y, |y| <= max_value.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* What one encode-decode round trip of a deterministic codec can change in a value: the
  * error-bounded mode (src/runtime/bound.h, docs/error_bound.md) composes these into a proven
  * bound on a whole collective. Only codecs whose round trip is a fixed function of the value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Deterministic l2-norm of floats: the same bits for the same data on every rank, whatever
  * the thread count (fixed blocks of kNormBlock, each summed in a fixed order into 8 double
  * accumulators, blocks added in order). awp compares norms across calls and ranks

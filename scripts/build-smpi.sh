@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Build libcompmpi for SimGrid SMPI (simulated MPI) out of tree in ${BUILD_DIR:-_build-smpi}:
 # libcompmpi_smpi.so, compiled by the plain compilers against SMPI's mpi.h and linked to
 # libsimgrid (configure --with-mpi=smpi), and the benchmark driver bench/smpi/allreduce_sim,

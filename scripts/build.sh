@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Configure and build libcompmpi out of tree in ${BUILD_DIR:-_build}. Extra arguments go to
 # configure (e.g. --without-cuda).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job, from a fresh Debian 12 machine: a real, unmodified PyTorch training script
 # (examples/torch_fmnist.py: LeNet-like CNN on Fashion-MNIST, gradients averaged with mpi4py's
 # comm.Allreduce) trained with 2 MPI ranks, once with plain Open MPI and once per libcompmpi
@@ -22,7 +23,7 @@ for a in "$@"; do
     case $a in
         --local) mode=local ;;
         --full) size=full ;;
-        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "demo.sh: unknown argument '$a' (try --help)" >&2; exit 2 ;;
     esac
 done

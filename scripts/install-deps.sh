@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install what libcompmpi needs on Debian 12 (idempotent; root or sudo).
 #   build:    MPICH and Open MPI (each is called by its own names, mpicc.mpich,
 #             mpicc.openmpi, ...), autotools, OpenMP (gcc), hwloc, FFTW, ZFP 1.0 (the zfp

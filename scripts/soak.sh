@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The long soak, run by hand (not in CI; docs/hardening.md, "Soak"). tests/mpi/t_soak with
 # every form (blocking, non-blocking, persistent), datatypes and communicator churn:
 #   1. a long run (default 100000 calls, a pool communicator replaced every 10 pool calls, so

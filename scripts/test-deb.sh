@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Debian packages (debian/; README.md, "Debian packages"), end to end, on Debian 12 as
 # root (it installs and purges packages):
 #  1. build them with `dpkg-buildpackage -us -uc -b` from a clean copy of the tree (what is

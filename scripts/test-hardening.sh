@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hardening checks, run by scripts/test.sh after the main suite (docs/hardening.md):
 #   clang  clang 14 build of the whole tree with ASan+UBSan (and libFuzzer coverage on the
 #          library): the unit tests, the MPI test list under ASan (LD_PRELOAD and linked;

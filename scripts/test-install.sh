@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The installed tree works like a library: `make install` into a clean prefix, then compile
 # a small MPI program against it with pkg-config only (as a user would), dynamic and static,
 # and run it on 2 ranks; the installed compmpi-info says which MPI the build is for.

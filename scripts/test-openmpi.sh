@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Open MPI part of the test suite (scripts/test.sh calls it after the MPICH suite):
 #  1. build libcompmpi for Open MPI 4.1 (configure --with-mpi=openmpi) in
 #     ${OMPI_BUILD_DIR:-_build-openmpi}: libcompmpi_openmpi.so, compmpi-openmpi.pc;

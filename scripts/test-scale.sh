@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The full correctness sweep at scale (issue 28, part 3): tests/mpi/t_scale -- every allreduce
 # algorithm and codec family, bcast, allgather and reduce_scatter_block; same bits on every
 # rank, per-element or l2 bounds, exact paths equal to MPI's -- at more rank counts and bigger
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=$2; shift 2 ;;
         --no-idle-sleep) idle=0; shift ;;
         --out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '3,20p' "$0"; exit 0 ;;
         *) echo "test-scale.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done

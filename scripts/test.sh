@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite, from a fresh Debian 12 machine: install dependencies, build, then
 # run the unit tests (CMocka), the fuzz target, the MPI tests (tests/mpi/testlist: 2 to 8 ranks,
 # t_scale at 13, 16 and 32; LD_PRELOAD and linked, some under valgrind) and the docs check.

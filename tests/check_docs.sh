@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The configuration reference in docs/configuration.md must be exactly what the settings
 # table generates (compmpi-info --settings), between the BEGIN/END markers.
 set -eu

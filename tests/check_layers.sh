@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The layers show in the folders, and nothing below includes anything above
 # (ARCHITECTURE.md; docs/design.md, "Layers and files"):
 #

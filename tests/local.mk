@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ---- unit tests (CMocka), one program per module; codecs add theirs in kernels/*/local.mk
 UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
@@ -88,6 +89,8 @@ tests_mpi_t_plain_verdict_LDADD = -lm
 tests_mpi_t_plain_simd_state_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_lossy_types
 tests_mpi_t_plain_lossy_types_LDADD = -lm
+MPITEST_PROGS += tests/mpi/t_plain_thread_level
+tests_mpi_t_plain_thread_level_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_cost_replay
 tests_mpi_t_plain_cost_replay_LDADD = -lm
 # MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,
@@ -103,11 +106,13 @@ tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_cost_skew_LDFLAGS = $(MPITEST_NOINSTALL)
 
 EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh tests/check_layers.sh \
-	tests/mpi/cost_replay.sh
+	tests/check_spdx.sh tests/mpi/cost_replay.sh
 
-# make check: unit tests through automake's harness, then the MPI test list, then the
-# docs/settings consistency check.
-TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/mpi/cost_replay.sh tests/check_docs.sh tests/check_layers.sh
+# make check: unit tests through automake's harness, then the MPI test list and the cost model's
+# record / replay, then the docs/settings consistency check, the layers and the SPDX licence
+# lines (tools/spdx.sh).
+TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/mpi/cost_replay.sh tests/check_docs.sh tests/check_layers.sh \
+	tests/check_spdx.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
 	MPI_FAMILY=$(MPI_FAMILY) MPI_TEST_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY MPI_TEST_LIBNAME;
 EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py tests/mpi/tsan.supp tests/mpi/lsan.supp

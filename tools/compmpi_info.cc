@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* compmpi-info: what this build of libcompmpi offers.
  *   compmpi-info             codecs, CPU kernel paths, version, the MPI it is built for
  *   compmpi-info --mpi       the MPI family only: "mpich" or "openmpi" (for scripts)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Dump real gradients for codec measurements (tools/rf_measure).
 
 Trains a LeNet-5-like CNN (conv 6@5x5, pool, conv 16@5x5, pool, fc 120, fc 84, fc 10; 61 706

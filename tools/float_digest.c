@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* float_digest -- a digest of float results over every codec and collective, to show that a
  * change leaves existing float results bit for bit unchanged (issue 30: doubles were added
  * without touching the float path). Run the same binary preloaded with the library before and

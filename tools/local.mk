@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # compmpi-info: codecs, CPU paths and the settings table (markdown for docs/configuration.md)
 bin_PROGRAMS += tools/compmpi-info
 tools_compmpi_info_SOURCES = tools/compmpi_info.cc

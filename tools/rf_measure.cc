@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* rf_measure: error and bytes of rangefloat (both modes), fft_topk (both quantiser modes)
  * and topk on gradients stored as raw float32 files (tools/dump_gradients.py writes them).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Predicted allreduce times at scale (docs/design.md, "Scale on paper").
 
 The same reasoning as the cost model and the FFT paper's eq. 4 (Wang et al., Section 3.3):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # build.sh [--mpi-prefix PREFIX] [OUT]
 # Compiles bench/coll_bench.c with Debian's mpicc.mpich (or PREFIX/bin/mpicc)
 # -O2 into OUT (default: bench/netem/build/coll_bench), and into bench/netem/build/:

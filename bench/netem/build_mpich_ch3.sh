@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # build_mpich_ch3.sh PREFIX
 #
 # Builds MPICH (Debian 12's source package, 4.0.2) with the ch3:nemesis device

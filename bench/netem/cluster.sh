@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # cluster.sh — emulated cluster of N "hosts" on one machine, built from
 # network namespaces, veth pairs, a bridge and tc token-bucket shaping.
 #

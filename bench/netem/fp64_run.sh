@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # fp64_run.sh -- MPI_Allreduce of doubles on the emulated 1 Gbit/s cluster (issue 30): plain MPI
 # against libcompmpi paired in every job (bench/fp64_bench.c), one job per configuration.
 #

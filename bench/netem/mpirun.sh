@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpirun.sh — run an MPI program on the emulated hosts of the cluster made by
 # cluster.sh: one rank per host (rank k in namespace cmpik, address 10.77.0.(k+1)),
 # or with --ppn R, R ranks per host ("node"): ranks kR .. kR+R-1 in cmpik.
@@ -64,7 +65,7 @@ while [ $# -gt 0 ]; do
         -genv) [ $# -ge 3 ] || die "-genv needs K V"; genv+=(-genv "$2" "$3"); shift 3 ;;
         -v) verbose=1; shift ;;
         --) shift; break ;;
-        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) die "unknown option '$1' (program and its arguments go after --)" ;;
     esac
 done

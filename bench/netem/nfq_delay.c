@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * nfq_delay — a fixed one-way delay on every packet a cluster host sends, in user space:
  * the stand-in for `tc qdisc ... netem delay D`, which this machine's kernel lacks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * pingpong — alpha and beta of the emulated link between two nodes, as MPI sees them.
  *

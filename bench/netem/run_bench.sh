@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run_bench.sh — libcompmpi vs. plain MPICH on the emulated cluster.
 #
 #   run_bench.sh --out DIR [--lib PATH/libcompmpi.so] [--ranks "2 4"] [--rate 1gbit]
@@ -85,7 +86,7 @@ while [ $# -gt 0 ]; do
         --grace) grace=$2; shift 2 ;;
         --finalize-fix) ffix=$2; shift 2 ;;
         --ucx-eager) eager=$2; shift 2 ;;
-        -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+        -h|--help) sed -n '3,53p' "$0"; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
 done

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run_scale.sh — libcompmpi against plain MPICH on emulated multi-node clusters (issue 28,
 # part 1): N nodes of R ranks, every node one network namespace whose R ranks share one
 # shaped link (tbf rate + a fixed per-packet delay, cluster.sh --delay), MPI seeing the
@@ -65,7 +66,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=$2; shift 2 ;;
         --no-other) other=0; shift ;;
         --auto-one-job) auto_one=1; shift ;;
-        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
 done

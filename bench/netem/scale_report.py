@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tables and a plot from bench/netem/run_scale.sh results (docs/scale.md, "Emulated clusters").
 
     scale_report.py DIR [DIR2 ...] [--plot PNG] [--size BYTES] [--auto-rerun DIR]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * ucx_finalize_fix.so — LD_PRELOAD workaround for the MPI_Finalize hang of
  * Debian 12's MPICH 4.0.2 (ch4:ucx) over UCX 1.13's TCP transport.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* allreduce_sim: MPI_Allreduce of floats under SimGrid SMPI, libcompmpi's configurations
  * against SMPI's own collective, timed on the simulated clock (MPI_Wtime inside SMPI).
  * Built by scripts/build-smpi.sh (smpicc, linked to libcompmpi_smpi.so); run by

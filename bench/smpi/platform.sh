@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Write a SimGrid platform and a hostfile for N hosts of R ranks each.
 #   bench/smpi/platform.sh cluster|fattree GBIT N R OUT_PREFIX
 # OUT_PREFIX.xml, OUT_PREFIX.hosts (each host listed R times: smpirun puts R consecutive

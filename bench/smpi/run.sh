@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The SimGrid SMPI allreduce sweep of docs/scale.md ("Simulated with SimGrid SMPI"): libcompmpi
 # (bench/smpi/allreduce_sim, built by scripts/build-smpi.sh) against SMPI's own allreduce, on
 # simulated clusters, timed on the simulated clock. One smpirun per (platform, Gbit/s, P);
@@ -45,7 +46,7 @@ while getopts "o:P:t:g:r:s:m:c:xw:i:" o; do
         o) OUT=$OPTARG ;; P) PS=$OPTARG ;; t) TOPOS=$OPTARG ;; g) GBITS=$OPTARG ;; r) R=$OPTARG ;;
         s) SIZES=$OPTARG ;; m) MAXMIB=$OPTARG ;; c) CGROUPS=$OPTARG ;; x) COMP=off ;;
         w) WARM=$OPTARG ;; i) ITERS=$OPTARG ;;
-        *) sed -n '2,40p' "$0"; exit 1 ;;
+        *) sed -n '3,41p' "$0"; exit 1 ;;
     esac
 done
 BUILD=${BUILD_DIR:-$ROOT/_build-smpi}

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tables and the speedup plot of docs/scale.md ("Simulated with SimGrid SMPI") from the lines
 bench/smpi/run.sh wrote (results.txt).
 

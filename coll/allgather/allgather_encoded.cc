@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed allgather: each rank encodes its own block once; the blobs are gathered with
  * a fixed stride S (the codec's worst case for n elements); every rank decodes every block,
  * its own included, so all ranks hold the same bits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Which dense allreduce runs (setting allreduce_algorithm; docs/design.md "Choosing the dense
  * allreduce"): the one named, or under auto the alpha-beta prediction of both, with alpha and
  * beta measured on this communicator's links, and where that prediction is not clear, both

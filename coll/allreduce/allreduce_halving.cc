@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed allreduce by recursive halving and doubling (Rabenseifner's order), for dense
  * codecs (setting allreduce_algorithm, docs/design.md "Collective algorithms" and "Scale on
  * paper").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Hierarchical allreduce: only the traffic between nodes is compressed.
  *
  *   node A: r0 r1 r2 ──PMPI_Reduce (exact, shared memory)──► leader a = sum of node A

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed allreduce for sparse codecs (topk, fft_topk, sparse), sparse-aware.
  *
  * Every rank encodes its whole contribution once: b_j = E(x_j). Then the ranks exchange

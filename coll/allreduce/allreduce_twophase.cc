@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed allreduce, two phases (reduce-scatter then allgather), for dense codecs,
  * pipelined over segments; and the allgather path for codecs quantised once per contribution.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed bcast (ADT's weight transfer, Zhuang et al. Section III): the root encodes its
  * data once and broadcasts the blob; every other rank decodes it. The root's buffer is the
  * fp32 master copy and is input only: it is never written (receivers hold the decoded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The CUDA backend (coll/backend.h) and the module's entry point.
  *
  *   encode:  data (device) ──kernel──► payload (device workspace)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GPU support (docs/gpu.md).
 #
 # Always: the core's loader (src/runtime/cuda_loader.*; no CUDA header, no CUDA library: libcuda.so.1

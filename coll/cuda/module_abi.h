@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The ABI between the core (libcompmpi.so) and the CUDA module (libcompmpi_cuda.so).
  *
  * Plain C++ with no CUDA types: the core includes it without the CUDA toolkit. The core

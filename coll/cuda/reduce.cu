@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Element-wise fp32 kernels (dst = a + b, a - b), the integer max-abs and the deterministic
  * l2 norm.
  *

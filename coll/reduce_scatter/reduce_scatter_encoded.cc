@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed reduce-scatter (MPI_Reduce_scatter_block, MPI_Reduce_scatter): phase 1 of the
  * two-phase allreduce (coll/allreduce/allreduce_twophase.cc) on the caller's blocks.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* bitpack (Approximate Data Transfer, Zhuang et al.): keep the top k = bits/8 bytes of each
  * fp32 (k = 1..4) or fp64 (k = 2..8: sign, 11 exponent bits, the top 8k - 12 mantissa bits).
  * Payload: element i's kept bytes at [i*k, i*k+k), least significant kept byte first (so

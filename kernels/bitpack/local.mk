@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/bitpack/bitpack.h kernels/bitpack/cpu/bitpack.cc
 check_PROGRAMS += tests/unit/test_bitpack
 TESTS_UNIT += tests/unit/test_bitpack

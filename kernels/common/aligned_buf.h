@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Grow-only 64-byte aligned buffer (fft_topk keeps them per thread: large buffers are
  * expensive to fault in on every call; and as scratch arrays for FFTW planning). */
 #pragma once

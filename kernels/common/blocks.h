@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The fixed OpenMP partition of the dense codecs' kernels: blocks of kBlock elements, the same
  * whatever the thread count, so every thread count writes the same bytes. */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Per-bucket statistics (sum, sum of squares, max |x|, NaN/Inf) for the scaled stochastic
  * codecs (terngrad: sigma and max; qsgd: the l2 norm). Deterministic by construction:
  *  - a bucket is cut into segments of kSeg elements starting at the bucket's first element;

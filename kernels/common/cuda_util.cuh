@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Helpers shared by the CUDA module's files: one kernel shape for element-wise work, host
  * execution of the same bodies (the host model), unaligned-safe vector loads/stores.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Fixed-width signed fields: the packed integer codes of terngrad (2-bit ternary and the
  * phase-2 "levels") and qsgd. Field i holds k_i in b-bit two's complement (b = 2..16) at bit
  * i*b of a little-endian, LSB-first bit stream, so 8 fields fill exactly b bytes; the last

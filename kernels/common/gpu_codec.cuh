@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The GPU side of a codec: kernels that write/read exactly the payload format of the CPU
  * codec (kernels/<codec>/<codec>.h), plus host executions of the same kernel bodies.
  * One table entry per codec with CUDA kernels (coll/cuda/backend_cuda.cu: kGpuCodecs);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Max of |x| over fp32 (fp64) data, as the bit pattern of |x| (NaN/Inf compare above every finite
  * value, so one scan also finds them). Scalar, AVX2 and AVX-512 give the same result; used
  * by the codecs that normalise by max-abs (q8, fp16) and the fp64 codecs' NaN/Inf scans. */

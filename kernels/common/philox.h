@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), the
  * counter-based generator of the stochastic codecs (terngrad, qsgd). Output is a pure
  * function of (key, counter), so every element's random word is fixed by (seed, stream,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Function attributes for the run-time-dispatched CPU paths of kernels/common and the codecs
  * that use them. AVX-512 here is the set simd_detect() requires (F, BW, VL, VBMI). Helpers
  * called from a target function must carry the same attribute (lambdas do not inherit it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Device (and host-model) versions of the pieces the scaled stochastic codecs share with
  * their CPU kernels, with the CPU's exact arithmetic order:
  *   philox   kernels/common/philox.h: Philox-4x32-10, same keying, same element -> (counter,

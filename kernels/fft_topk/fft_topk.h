@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fft_topk (Wang et al., "FFT-based Gradient Sparsification for the Distributed Training of
  * Deep Neural Networks", HPDC 2020): real FFT of the buffer (blockwise), keep the top (1-theta)
  * fraction of complex coefficients by magnitude, quantise their real and imaginary parts with

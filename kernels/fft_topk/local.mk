@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/fft_topk/fft_topk.h kernels/fft_topk/cpu/fft_topk.cc kernels/fft_topk/cpu/fft_topk64.cc
 check_PROGRAMS += tests/unit/test_fft_topk
 TESTS_UNIT += tests/unit/test_fft_topk

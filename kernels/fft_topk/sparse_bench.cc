@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Throughput and fidelity of the sparsifying codecs (topk, fft_topk) and rangefloat, against
  * memcpy and against FFTW's transforms alone, measured in the same run.
  *

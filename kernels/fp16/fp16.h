@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fp16 and bf16: each fp32 cast to a 16-bit float, round to nearest even.
  *
  * fp16 (IEEE binary16) payload, n elements, little-endian:

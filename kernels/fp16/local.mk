@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/fp16/fp16.h kernels/fp16/cpu/fp16.cc
 check_PROGRAMS += tests/unit/test_fp16
 TESTS_UNIT += tests/unit/test_fp16

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/fp32/cpu/fp32.cc
 check_PROGRAMS += tests/unit/test_fp32
 TESTS_UNIT += tests/unit/test_fp32

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/lossless/lossless.h kernels/lossless/cpu/lossless.cc
 check_PROGRAMS += tests/unit/test_lossless
 TESTS_UNIT += tests/unit/test_lossless

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* lossless: bit-exact compression of floats and doubles (UCCL-Zip's and ZipNN's idea: the
  * exponent bytes of real data carry far less than 8 bits of entropy; docs/codecs/lossless.md).
  *

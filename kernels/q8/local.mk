@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/q8/q8.h kernels/q8/cpu/q8.cc
 check_PROGRAMS += tests/unit/test_q8
 TESTS_UNIT += tests/unit/test_q8

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* q8: Dettmers' 8-bit data types ("8-Bit Approximations for Parallelism in Deep Learning",
  * ICLR 2016; /work/shared/papers/001_*, Section 4 and Table 1), docs/codecs/q8.md.
  *

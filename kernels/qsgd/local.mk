@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/qsgd/qsgd.h kernels/qsgd/cpu/qsgd.cc
 check_PROGRAMS += tests/unit/test_qsgd
 TESTS_UNIT += tests/unit/test_qsgd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* qsgd (Alistarh et al., "QSGD: Communication-Efficient SGD via Gradient Quantization and
  * Encoding", NIPS 2017): stochastic s-level quantisation, norm-scaled,
  *   Q(v_i) = ||v||_2 * sign(v_i) * xi_i / s,  xi_i = floor(r) + Bernoulli(r - floor(r)),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/rangefloat/rangefloat.h kernels/rangefloat/cpu/rangefloat.cc
 check_PROGRAMS += tests/unit/test_rangefloat
 TESTS_UNIT += tests/unit/test_rangefloat

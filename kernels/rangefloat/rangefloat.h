@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Range-based N-bit float (Wang et al., "FFT-based Gradient Sparsification for the Distributed
  * Training of Deep Neural Networks", HPDC 2020, Section 3.2.1; see docs/codecs/rangefloat.md)
  * in two modes, and the bit-packing helpers the rangefloat and fft_topk codecs share. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/sparse/cpu/sparse.cc
 check_PROGRAMS += tests/unit/test_sparse
 TESTS_UNIT += tests/unit/test_sparse

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/terngrad/terngrad.h kernels/terngrad/cpu/terngrad.cc
 check_PROGRAMS += tests/unit/test_terngrad
 TESTS_UNIT += tests/unit/test_terngrad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* terngrad (Wen et al., "TernGrad: Ternary Gradients to Reduce Communication in Distributed
  * Deep Learning", NIPS 2017): each value becomes s * sign(g) * b, b ~ Bernoulli(|g|/s),
  * after clipping g to [-c sigma, c sigma]; s = max |clipped g| per buffer (or per bucket of

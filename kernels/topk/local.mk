@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/topk/topk.h kernels/topk/select.h kernels/topk/cpu/topk.cc
 check_PROGRAMS += tests/unit/test_topk
 TESTS_UNIT += tests/unit/test_topk

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Exact top-k selection and bitmap helpers shared by the sparsifying codecs (topk, fft_topk).
  *
  * Positions 0..n-1 carry 31-bit keys (uint32_t: |x| bits of floats) or 63-bit keys (uint64_t:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* topk (Aji & Heafield 2017): keep the k = ceil((1-theta) n) largest-magnitude values exactly
  * (fp32), ties broken by the smaller index, and send them as an index list, a bitmap plus
  * packed values, or densely -- whichever is smallest for (n, k). Decode writes zeros where

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 libcompmpi_core_la_SOURCES += kernels/zfp/zfp.h kernels/zfp/cpu/zfp.cc
 check_PROGRAMS += tests/unit/test_zfp
 TESTS_UNIT += tests/unit/test_zfp

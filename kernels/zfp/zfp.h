@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* zfp: ZFP 1.0 (Lindstrom, LLNL; Debian's libzfp) compressing each buffer as one 1-D array of
  * floats or doubles, in one of two modes named by the header variant:
  *

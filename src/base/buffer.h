@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Grow-only host memory reused across calls (blob workspaces, scratch), with an optional
  * allocator of its own (the CUDA module's pinned memory). */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Codec identities: the one table src/base/codecs.def gives every codec an id (written into
  * every blob header, so it never changes meaning) and a name (the `codec` setting's value).
  * The codecs themselves are kernels/<name>/; this is what the layers below them need to know:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test-only fault injection (src/base/fault.h). */
 #include "base/fault.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Fault injection, TEST-ONLY: compiled in, off unless the environment variable COMPMPI_FAULT
  * names a fault (docs/configuration.md, "Test-only: COMPMPI_FAULT"; tests/mpi/t_fault.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Diagnostics. The first function that sees an error logs it, with what was wrong and what
  * to do; callers above it only propagate the Status. */
 #pragma once

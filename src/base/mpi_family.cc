@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* MPI-family specifics (see mpi_family.h). The only file of libcompmpi that asks which MPI
  * it is compiled against. */
 #include "base/mpi_family.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Everything that differs between the MPI families libcompmpi builds for, in one place.
  *
  * libcompmpi is built for ONE MPI family (configure --with-mpi=mpich|openmpi, or the family

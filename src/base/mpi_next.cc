@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The table of the MPI functions libcompmpi calls, and the order check (mpi_next.h). */
 #include "base/mpi_next.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The MPI functions libcompmpi calls: the NEXT definition of each MPI_* after libcompmpi's.
  *
  * libcompmpi defines MPI_Allreduce & co. in place of MPI's. Every MPI call it makes itself

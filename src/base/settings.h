@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Settings: the typed view of src/base/settings.def, its parsers and its precedence layers. */
 #pragma once
 #include <bitset>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Statistics per collective, process-wide, lock-free. Printed (summed over ranks) by rank 0
  * at MPI_Finalize when COMPMPI_STATS=1, one line per collective:
  *   compmpi-stats: coll=allreduce compressed=.. passthrough=.. bytes_in=.. bytes_wire=..

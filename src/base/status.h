@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Internal status codes and the one check macro. Converted to MPI error codes only at the
  * MPI boundary (src/boundary/interpose.cc); no exception crosses extern "C". */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The public C API of include/compmpi.h. */
 #include "compmpi.h"
 

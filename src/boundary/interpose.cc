@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The MPI boundary: the C entry points libcompmpi defines in place of MPI's, and nothing
  * else. Each one packs its arguments and calls one function of the runtime (src/runtime/):
  * dispatch_* for the collectives (src/runtime/dispatch.h, progress.h), hints_* for the calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* One intercepted collective call, packed once at the MPI boundary (NCCL style), and what
  * follows from its arguments alone. */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Error-bounded mode: the shapes of the algorithms and the choice (bound.h; derivation in
  * docs/error_bound.md). */
 #include "runtime/bound.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Error-bounded mode (setting error_bound; docs/error_bound.md): for one call, the cheapest
  * deterministic codec and width that provably keep every element of the collective's result
  * within the bound of the exact result.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The progress channels of the non-blocking and persistent collectives (src/runtime/progress.h):
  * what progress.cc (the channels, their threads, non-blocking calls) and persistent.cc
  * (persistent requests) share. Internal to the runtime. */

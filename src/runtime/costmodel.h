@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The cost model: decides per call whether compressing pays, from times measured on this
  * communicator, so that preloading libcompmpi never makes a program slower.
  *

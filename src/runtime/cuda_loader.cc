@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Pointer classification through the CUDA driver API and the CUDA module loader; see
  * cuda_loader.h. No CUDA header: the few driver types and values are declared here. */
 #include "runtime/cuda_loader.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The core's side of GPU support: pointer classification through the CUDA driver and the
  * loader of the CUDA module. Compiled into libcompmpi_core; it includes no CUDA header and
  * links no CUDA library: libcuda.so.1 and libcompmpi_cuda.so are dlopen()ed on demand, so

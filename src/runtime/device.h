@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Where a call's buffers live decides the backend that runs it: host memory -> the CPU
  * backend; device memory -> the CUDA module's backend (libcompmpi_cuda.so, loaded on the first
  * device buffer by src/runtime/cuda_loader); a mix -> host copies on the CPU backend. Never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The dispatch pipeline of one blocking call, in reading order: the memo of final verdicts
  * (src/runtime/verdict.h) -> the eligibility rules (src/runtime/eligibility.h) -> the call as
  * floats (packing derived layouts) -> placement and backend (src/runtime/device.h) -> plan,

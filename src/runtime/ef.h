@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Error feedback (Seide et al.; Lin et al., DGC): each rank adds its own earlier compression
  * error (the residual) to its input before encoding and keeps what this call's encoding
  * failed to carry as the next residual. Residuals are rank-local, keyed by the rank's own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Which calls are compressed: a table of named rules (src/runtime/eligibility.cc). The first rule
  * that fails names the pass-through reason counted in the statistics; the fallback is
  * always the exact PMPI call. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "runtime/exact.h"
 #include "base/mpi_next.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The exact path: MPI's own collective with the caller's arguments, blocking or
  * non-blocking. Every fallback of libcompmpi ends here. */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The call as MPI_FLOAT over dense buffers, from type signatures (src/runtime/eligibility.h,
  * "Datatypes"; docs/hardening.md, "Eligibility by type signature"). */
 #include <climits>

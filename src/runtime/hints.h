@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Hints (MPI_Info keys compmpi_*) on the MPI calls that create communicators or set their
  * info: validated before MPI sees the call, agreed across the communicator's ranks (a hint
  * refused on any rank is refused on all), applied to the communicator's settings. MPICH drops

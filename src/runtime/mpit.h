@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* MPI_T control variables: every libcompmpi setting as a cvar named compmpi_<setting>, after
  * MPI's own (issue 33; README, "MPI_T control variables"). The boundary's MPI_T_cvar_* and
  * MPI_T_category_get_cvars call these; whatever is not ours goes to the PMPI_T_* call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* MPI_Iallreduce & co.: the direct path inline in each entry point (docs/design.md, "The
  * direct path takes no lock"). A call whose signature the memo holds (a class decided exact
  * and agreed direct: src/runtime/channel.h) takes its issue index without a lock and goes to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The direct path's memo of non-blocking calls (src/runtime/channel.h). */
 #include <memory>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Waits on our non-blocking and persistent requests sleep while the progress thread works
  * (docs/design.md, "Waiting sleeps"). */
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Persistent collectives (MPI-4): MPI_Allreduce_init & co., MPI_Start/Startall, and the
  * request calls that must know our handles (docs/design.md, "Persistent collectives"). */
 #include "runtime/progress.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Policy: turns settings and per-key history into a Plan (codec + params) for one call, and
  * observes a norm afterwards. Decisions use only data every rank shares (the settings, which
  * ranks agree on; keys made of call arguments every rank passes alike; norms that are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Non-blocking collectives: one progress channel per communicator (docs/design.md,
  * "Non-blocking collectives"), the cost model's measured-then-direct path. */
 #include "runtime/progress.h"
@@ -374,12 +375,27 @@ bool nb_above_int_max(const CollArgs &a, Coll entry) {
 bool nb_on_progress_thread() { return t_progress; }
 
 int nb_init_level(int required) {
+    /* thread: raise the level for the progress threads; auto (the default, and any value
+     * runtime_init will refuse): never raise it, threads only where the program asked for
+     * MULTIPLE; off: never threads */
     const char *e = std::getenv("COMPMPI_NB_PROGRESS");
-    g_progress = !(e && std::strcmp(e, "off") == 0);
-    return g_progress ? MPI_THREAD_MULTIPLE : required;
+    const bool force = e && std::strcmp(e, "thread") == 0;
+    const bool off = e && std::strcmp(e, "off") == 0;
+    g_progress = force || (!off && required >= MPI_THREAD_MULTIPLE);
+    return force ? MPI_THREAD_MULTIPLE : required;
 }
 
 void nb_init_done(int provided) { g_provided = provided; }
+
+const char *nb_thread_level_name() {
+    switch (g_provided) {
+        case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+        case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+        case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+        case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+        default: return "unknown";
+    }
+}
 
 void nb_finalize() {
     std::vector<NbChannel *> chans;

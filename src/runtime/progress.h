@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Non-blocking (MPI_I*) and persistent (MPI_*_init, MPI-4) collectives, compressed by a
  * progress thread per communicator (docs/design.md, "Non-blocking collectives").
  *
@@ -8,8 +9,10 @@
  * progress thread on a private duplicate of the communicator, strictly in issue order; the
  * thread completes the generalized request when the result is in the user's buffer. A class
  * the cost model found faster exact goes straight to MPI's own PMPI_I* ("Measured, then
- * direct"). Needs MPI_THREAD_MULTIPLE (asked for at MPI_Init unless nb_progress=off);
- * without it the calls pass through. */
+ * direct"). Needs MPI_THREAD_MULTIPLE: with nb_progress=auto (the default) only a program
+ * that asked for it gets threads (libcompmpi never raises the level: the thread level costs
+ * every MPI call of the program, docs/benchmarks.md §10f); nb_progress=thread asks for it at
+ * MPI_Init whatever the program asked. Without it the calls pass through. */
 #pragma once
 #include <mpi.h>
 
@@ -28,8 +31,11 @@ void nb_init_done(int provided);
 void nb_finalize();
 /* Whether the calling thread is a progress thread (statistics tell its exact runs apart). */
 bool nb_on_progress_thread();
-/* Whether non-blocking calls can have progress threads (MPI_THREAD_MULTIPLE, nb_progress on). */
+/* Whether non-blocking calls can have progress threads (MPI_THREAD_MULTIPLE given and
+ * nb_progress=thread, or nb_progress=auto and the program asked for MULTIPLE). */
 bool nb_threads_ok();
+/* The level MPI gave at MPI_Init ("MPI_THREAD_SINGLE", ...), for print_config. */
+const char *nb_thread_level_name();
 
 /* Before MPI's wait on these requests: sleep until those of ours (generalized requests of
  * operations on a progress thread) are complete; returns at once for any other request. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The statistics at MPI_Finalize (COMPMPI_STATS=1): the counters of src/base/stats.h summed
  * over ranks and printed by rank 0, one compmpi-stats line per collective, its pass-through
  * reasons by name (src/runtime/eligibility.h), the cost model's lines (src/runtime/costmodel.h)

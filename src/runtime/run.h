@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* One eligible call from plan to observation, on the backend its buffers chose
  * (src/runtime/device.h): the policy's plan, the cost model's choice between the plan and
  * MPI's exact collective (exploring on a shadow output), the compressed algorithm (coll/),

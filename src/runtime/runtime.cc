@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "runtime/settings_rules.h"
 #include "runtime/runtime.h"
 
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <thread>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "base/fault.h"
@@ -189,6 +191,8 @@ void runtime_init() {
         std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
         std::fprintf(stderr, "  (built for %s: %s; CUDA-aware MPI: %s)\n", mpi_family_name(mpi_family_built()),
                      mpi_family_describe().c_str(), mpi_cuda_aware() ? "yes" : "no");
+        std::fprintf(stderr, "  (thread level: %s; non-blocking and persistent collectives: %s)\n",
+                     nb_thread_level_name(), nb_threads_ok() ? "compressed by progress threads" : "passed through");
     }
     g_active.store(true, std::memory_order_release);
     mpi_next_order_warn(rank, "MPI_Init"); /* another library's MPI_Allreduce & co. before ours */
@@ -229,7 +233,15 @@ int runtime_mpi_init(int *argc, char ***argv, int required, int *provided, const
     if (state_process_settings(&s, nullptr) == Status::ok && s.pmpi_chain != mpi_next_chained())
         mpi_next_resolve(s.pmpi_chain);
     const int level = nb_init_level(required);
-    int rc = mpi_next::Init_thread(argc, argv, level > required ? level : required, provided);
+    /* the program's own call where libcompmpi does not raise the level (MPI_Init keeps MPI's
+     * default level: MPIR_CVAR_DEFAULT_THREAD_LEVEL, OMPI_MPI_THREAD_LEVEL) */
+    int rc;
+    if (level <= required && std::strcmp(what, "MPI_Init") == 0) {
+        rc = mpi_next::Init(argc, argv);
+        if (rc == MPI_SUCCESS) rc = mpi_next::Query_thread(provided);
+    } else {
+        rc = mpi_next::Init_thread(argc, argv, level > required ? level : required, provided);
+    }
     if (rc == MPI_SUCCESS) nb_init_done(*provided), runtime_init();
     return rc;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Library life cycle: set up after PMPI_Init, torn down before PMPI_Finalize. */
 #pragma once
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* θ schedules for the sparsifiers (topk, fft_topk): the fraction dropped as a function of
  * the call count (Wang et al., HPDC'20, Theorem 3.5 and Section 4.1; docs/codecs/topk.md,
  * "θ schedule").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The rules across settings, which need to know the codecs (kernels/): whether a width is
  * valid for a codec, which settings have no effect with the others, the layers' resolution
  * and the printed configuration (docs/configuration.md, "Explicit settings"). The table,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "runtime/settings_rules.h"
 #include "runtime/state.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Per-communicator state, cached as an MPI attribute (delete callback frees it with the
  * communicator; copy callback gives MPI_Comm_dup the same settings and fresh buffer state). */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The memo of final exact verdicts: the cheap path of calls libcompmpi hands to MPI unchanged.
  *
  * A training loop repeats the same calls. Once the full path has decided, for a call's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A long decoder fuzzing campaign (docs/hardening.md, "A longer run"): fuzz_decode once per
 # codec (FUZZ_CODEC), each from a copy of its committed corpus directory, until RUNS
 # executions or SECONDS seconds, JOBS codecs at a time, at nice 19. Then a table of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Fuzz every registered decoder through the blob layer: random headers and payloads, bit
  * flips of valid blobs, truncations. A decoder must return ok or corrupt/nonfinite and never
  * read outside the bytes it was given (run under valgrind/ASan in CI). Deterministic and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* libFuzzer target: every decoder through the blob layer (blob_decode), with arbitrary
  * bytes, arbitrary expected counts, decode and decode-add, each SIMD level. Properties:
  * the status is ok, corrupt or nonfinite; nothing is read outside the blob or written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* libFuzzer target: the blob header validator (blob_peek) with arbitrary bytes and an
  * arbitrary 64-bit expected count. Input: [expected count u64][bytes ...]. Properties of
  * an accepted header: magic, version, known codec, a known element type (byte 9) the codec has

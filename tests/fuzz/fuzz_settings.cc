@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* libFuzzer target: the settings / hint parser. Input "key=value" (key: a setting name,
  * hint key compmpi_* or variable COMPMPI_*; anything else too). Properties: unknown keys
  * and bad values are refused with a message naming the key; an accepted value formats

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Shared by the libFuzzer targets (tests/fuzz/fuzz_*.cc). Each target defines
  * LLVMFuzzerTestOneInput; built with -fsanitize=fuzzer it is a libFuzzer binary
  * (scripts/test-hardening.sh), built without it standalone_main.cc replays the committed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/, committed): valid blobs of
  * every codec at every width it accepts and each header variant the settings name (bitpack
  * rounding, q8 types, terngrad packing and buckets, qsgd buckets, sparsifier theta and FFT

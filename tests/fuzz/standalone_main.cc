@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* main() for the fuzz targets when built without libFuzzer: replay every file of the given
  * files or directories (default: $top_srcdir/tests/fuzz/corpus/<FUZZ_NAME>) through
  * LLVMFuzzerTestOneInput. make check runs this over the committed corpus, so every compiler

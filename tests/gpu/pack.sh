@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Gather what the GPU checks need into one folder that travels to a machine with a GPU but
 # no MPI (the device tool; docs/gpu.md "Running the GPU checks"): the build tree's GPU test
 # programs and libraries, MPICH's launcher, and every shared library they load that is not

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU checks of docs/gpu.md, in order, on a machine with an NVIDIA GPU and no MPI (the
 # device tool), from a folder made by tests/gpu/pack.sh. Logs go to $OUT (or ./gpu-out).
 #

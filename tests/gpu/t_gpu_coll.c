@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* MPI collectives on device buffers under libcompmpi (docs/gpu.md, "GPU checks"): the same
  * program runs with host buffers, device buffers (cudaMalloc), managed buffers
  * (cudaMallocManaged) or mixed (even ranks device, odd ranks host), and prints one line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A 4 MiB float MPI_Allreduce that checks its result: identical bits on every rank and exact
  * sums (small integers, which the fp16 codec carries exactly). Prints " No Errors" on rank 0.
  * As is, a plain MPI program that knows nothing of libcompmpi (run it with libcompmpi

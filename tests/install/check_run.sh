@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash disable=SC2034
 # Sourced by scripts/test-install.sh and scripts/test-deb.sh, after tests/mpi/launch.sh and
 # mpi_launch_init: run a program built from tests/install/allreduce_sum.c on 2 ranks and

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! A plain Fortran MPI program (knows nothing of libcompmpi; run under LD_PRELOAD): an
 ! MPI_ALLREDUCE of REAL arrays (MPI_REAL, and MPI_IN_PLACE), and an MPI_BCAST of REAL data
 ! that rank 1 receives as one MPI_TYPE_CONTIGUOUS(n, MPI_REAL) while the others use n

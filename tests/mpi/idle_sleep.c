@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test-only LD_PRELOAD shim (testlist option `idle_sleep`): an MPICH rank that finds nothing
  * to do sleeps instead of spinning, so that 13-32 ranks oversubscribed on 2 cores finish in
  * seconds (t_scale).

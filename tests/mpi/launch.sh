@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI launcher differences, in one place (sourced by tests/mpi/run_tests.sh and the
 # scripts/test-*.sh checks). Each MPI is called by its own name (mpiexec.mpich,
 # mpiexec.openmpi): the plain mpiexec follows whichever MPI was installed last.

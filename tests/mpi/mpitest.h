@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Helpers for the MPI test programs (MPICH test-suite style: each program prints
  * " No Errors" from rank 0 when every check passed, and exits non-zero otherwise). */
 #ifndef MPITEST_H

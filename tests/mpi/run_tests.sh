@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Run the MPI test list (tests/mpi/testlist). Prints one line per run and a closing
 # "N passed, N failed". Environment: top_builddir, top_srcdir (set by make check),
 # MPI_FAMILY (mpich | openmpi; set by make check, else read from MPIEXEC --version),
@@ -79,6 +80,10 @@ while read -r line; do
     # The tests exercise the compressed algorithms: the cost model (which would run most calls
     # on shared memory exactly) is off unless a line sets COMPMPI_COST_MODEL itself.
     [[ " $opts " == *" COMPMPI_COST_MODEL="* ]] || genv+=(COMPMPI_COST_MODEL=off)
+    # and the non-blocking ones: progress threads (nb_progress=thread: MPI_THREAD_MULTIPLE
+    # whatever the program asks; mpitest.h calls MPI_Init) unless a line sets
+    # COMPMPI_NB_PROGRESS itself (the default, auto, has its own lines)
+    [[ " $opts " == *" COMPMPI_NB_PROGRESS="* ]] || genv+=(COMPMPI_NB_PROGRESS=thread)
     pre=${MPI_TEST_PRELOAD:-}
     [ $idle = 1 ] && pre="${pre:+$pre }$top_builddir/tests/mpi/.libs/idle_sleep.so"
     [ -n "$before" ] && pre="${pre:+$pre }$before"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* allreduce_algorithm=auto with alpha and beta measured on the communicator (link_alpha_beta=0,
  * coll/allreduce/allreduce_choice.cc): every rank makes the same choice, call after call,
  * through the exploration of close cases (both algorithms timed on the first 6 calls).

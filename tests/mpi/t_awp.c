@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* AWP (Zhuang et al., Algorithm 1) through real collectives: widths follow the paper's rule
  * on the sender's norm (bcast) and on the shared result (allreduce); every rank reports the
  * same state; named presets refuse constants set beside them; the earlier rule stays

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Every codec through every collective: allreduce (in place and not), bcast, allgather on
  * gradient-like data. Each result is bit-identical on all ranks and within the codec's
  * relative l2 error bound (argument list codec=bound, bounds measured with margin; see

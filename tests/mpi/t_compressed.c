@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Compressed collectives through the explicit API (linked -lcompmpi): for every bitpack
  * width and rounding, odd sizes, in-place and not:
  *   - bits = 32 is exact: the allreduce equals the fp32 sum in rank order, bit for bit;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The cost model's samples are the collective's own time, not the time a rank waited for a
  * late peer. Rank 1 arrives 50 ms late (busy waiting) at each of the calls the model
  * explores (the first 8 of the class: exact and compressed alternately, src/runtime/costmodel.cc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The cost model (src/runtime/costmodel.h) under real timings: every rank takes the same path on
  * every call, whatever its local timing (ranks sleep for random times before calls), results
  * are bit-identical on all ranks (bcast: the root keeps its input, receivers identical), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Error feedback: with a coarse lossy codec (8-bit bitpack, which always shrinks values),
  * repeating the same allreduce T times gives results whose mean converges to the exact sum
  * when error feedback is on (the residual carries what each call dropped), while without it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* error_bound (docs/error_bound.md) as a property: for random data of several distributions,
  * every collective and allreduce algorithm, floats and doubles, abs and rel bounds, every
  * element of every compressed result is within the bound of the exact result (long double

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Fault injection (test-only switch COMPMPI_FAULT, src/base/fault.h): one rank's encoder fails,
  * one blob is corrupted or cut short after encoding, one PMPI call inside a compressed
  * algorithm returns an error, a workspace allocation fails, or a rank aborts or dies in the

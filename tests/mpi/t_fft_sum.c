@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fft_topk allreduce through the spectral sum (fft_sum_domain=spectral, the default): the P
  * received contributions are added coefficient by coefficient in rank order and inverted
  * once per block. Checked against what the codec's own per-contribution decodes give, which

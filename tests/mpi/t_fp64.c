@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Doubles through every entry point (issue 30): MPI_DOUBLE, MPI_REAL8, MPI_DOUBLE_PRECISION
  * and a derived type of doubles, through the blocking, non-blocking, persistent (MPI-4) and
  * large-count (_c) forms of allreduce, bcast, allgather and reduce-scatter, with bitpack at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The compressed recursive halving-doubling allreduce (allreduce_algorithm=halving_doubling,
  * coll/allreduce/allreduce_halving.cc) at any rank count (power of two, or folded):
  *

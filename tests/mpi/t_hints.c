@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Settings through MPI_Info hints and the API: precedence, dup inheritance,
  * dup_with_info replacement, clear errors for bad keys and values (communicator
  * unchanged), codec=none passes through exactly; an explicit width (hint or API) runs

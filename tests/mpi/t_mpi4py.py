@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """mpi4py (Debian's, linked to Open MPI) under LD_PRELOAD of libcompmpi_openmpi.so.
 
 mpi4py initialises through MPI_Init_thread (MPI_THREAD_MULTIPLE) and finalizes from an

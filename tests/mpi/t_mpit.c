@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plain MPI_T client (no libcompmpi header): lists the control variables, finds the
  * compmpi_* ones after MPI's, reads and writes them before and after MPI_Init, and checks
  * that MPI's own still read, that a refused write returns the MPI_T error and that indices

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The direct path takes a call's issue index without the channel's lock (channel_take_memo,
  * src/runtime/channel.h) while the progress thread agrees from which index on another class
  * goes direct (agree_direct, src/runtime/progress.cc). Their handshake must keep every rank's

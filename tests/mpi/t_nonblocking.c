@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Non-blocking collectives (linked -lcompmpi; src/runtime/progress.h):
  *   - MPI_Iallreduce/Iallgather/Ibcast give the same bits as the blocking compressed call
  *     with the same settings (static policy, 16 bits: the same algorithm), on every rank,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* awp decisions are identical on every rank by construction, whatever buffers the ranks use
  * (issue 14). A plain program run under LD_PRELOAD: 40 calls of 262144 floats; rank 0
  * always uses one buffer, rank r > 0 cycles through min(r + 1, 4) buffers, so no rank's buffer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plain MPI program (no libcompmpi header) run under LD_PRELOAD with the default
  * settings (awp): large float sums come back close to the exact sum, bit-identical on every
  * rank; allgather likewise; bcast leaves the root's buffer bit for bit as it was and gives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plain MPI program (no libcompmpi header) whose ranks describe the same data with
  * different datatypes, as MPI allows when the type signatures match: MPI_FLOAT on some
  * ranks, contiguous / vector / permuted-indexed / struct / resized types of floats on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The cost model measures every entry point, and a result changes only in calls it decided
  * to compress (issue 29). A program that knows nothing of libcompmpi (run preloaded) calls
  * each entry point -- blocking, non-blocking and (MPI-4) persistent allreduce, bcast,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The pipelined allgather path of codecs quantised once per contribution (q8, qsgd; 2 ranks):
  * q8 in segments gives the same bits as q8 in one piece -- every segment is encoded with the
  * whole contribution's scale (CodecOps::whole_scale) -- and qsgd in segments stays within its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Lossy only where asked (issue 43, lossy_types): an unmodified program allreduces,
  * broadcasts, allgathers and reduce-scatters floats and doubles; the testlist runs it under
  * each lossy setting. Arguments say what each element type must see:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plain MPI program: a NaN or Inf in one rank's data must not garble the result. With
  * libcompmpi preloaded the part of the call holding it (the whole call, or with pipelining
  * the segment of chunk_bytes holding it) falls back to the exact path: where MPI's own result

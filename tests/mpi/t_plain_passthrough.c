@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plain MPI program (no libcompmpi header): every call libcompmpi must not compress gives
  * exactly what MPI itself gives. The reference is the PMPI_ entry point, which no
  * interposer replaces. Run with and without LD_PRELOAD. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* libcompmpi beside a PMPI profiler (README, "Beside a PMPI profiler"): a plain MPI program
  * run with the test profiler tests/mpi/prof/libtestprof.c preloaded before or after
  * libcompmpi. It allreduces, broadcasts and allgathers floats large enough to be compressed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A plain MPI program: MPI_Reduce_scatter_block and MPI_Reduce_scatter of floats with MPI_SUM
  * (and, with MPI-4, their _c forms), run with libcompmpi preloaded.
  *

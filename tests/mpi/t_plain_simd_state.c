@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The application's thread gets control back with the vector registers' upper halves clean
  * after every intercepted call, whatever codec ran (kernels/simd.h, simd_upper_clean).
  * Legacy-SSE code run with them in use pays a false dependency on every instruction: after

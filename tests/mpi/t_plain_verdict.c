@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The memo of exact verdicts (src/runtime/verdict.h) never outlives what it was derived from: the
  * same call signature, repeated, follows every change of the communicator's settings at
  * once -- a hint that lowers min_bytes makes the next identical call compressed, codec none

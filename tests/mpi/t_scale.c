@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Correctness at scale (issue 28, part 3): every dense allreduce algorithm (two-phase, also
  * pipelined; recursive halving-doubling, folded where P is not a power of two; hierarchical
  * through node_size; auto), the sparse allreduce (allgather and SparCML paths), and every

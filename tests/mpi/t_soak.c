@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Soak: many compressed collectives over hundreds of distinct buffers and dozens of
  * communicators created and freed, in every form (blocking, non-blocking, persistent) and
  * with several datatypes, checking that libcompmpi's memory, threads and communicators stay

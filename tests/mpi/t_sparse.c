@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Sparse-aware allreduce with the lossless `sparse` codec: at every density the result is the
  * fp32 sum in rank order, bit for bit, on every rank -- whether the allgather path or
  * SparCML's sparse reduce-scatter path ran (chosen from the densities; COMPMPI_STATS shows

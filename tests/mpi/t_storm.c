@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Storms at the MPI boundary (linked -lcompmpi; docs/hardening.md, "Fault injection"):
  *
  * mode=nan (default): K calls rotating over allreduce, allgather, bcast,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* θ schedule through real allreduces (codec topk): θ_t follows the schedule's formula call by
  * call -- the result is exactly the rank-order fp32 sum of every rank's top-k_t, with
  * k_t = ceil((1 - θ_t) n) -- and is bit-identical on every rank, although each rank passes a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* MPI_THREAD_MULTIPLE: two threads per rank run compressed allreduces concurrently on their
  * own communicators; results are right and identical across ranks. */
 #include <pthread.h>

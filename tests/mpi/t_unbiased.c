@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The compressed MPI_Allreduce of the stochastic codecs is unbiased end to end.
  *
  *   terngrad (Wen et al. 2017, eq. 1-4, 21, Alg. 1): every rank clips its gradient at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # SMPI smoke test: libcompmpi_smpi.so under SimGrid's simulated MPI at 4 and 8 simulated
 # ranks (a few seconds). Behaviour only, never timings:
 #  - tests/smpi/t_smpi_quirks.c at 4 ranks: the SMPI quirks the library handles

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* libcompmpi under SimGrid SMPI: the SMPI quirks the library handles (src/mpi_family.h),
  * held as behaviour. Run by tests/smpi/smoke.sh at 4 simulated ranks with
  * COMPMPI_CODEC=bitpack COMPMPI_BITS=16 (static, compressed); prints " No Errors".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* bitpack: every CPU path (scalar, AVX2, AVX-512) and every thread count writes the same
  * bytes and decodes to the same floats; error bounds; NaN/Inf detection. fp64: the same, and
  * the bytes against an independent reference on the binary64 pattern; the codec's blobs. */

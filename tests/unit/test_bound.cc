@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Error-bounded mode: the codecs' round-trip models (kernels/error_model.h) hold against real
  * encodes of many values (every width, both roundings, floats and doubles, subnormals, values
  * near the model's top), and the planner (src/runtime/bound.h) picks the narrowest width whose

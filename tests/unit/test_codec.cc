@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The blob format: header fields, validation of every field, flagged blobs, and the codec
  * registry. */
 #include "codec.h"

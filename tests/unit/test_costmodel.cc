@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The cost model's decisions (src/runtime/costmodel.h), driven with agreed times directly:
  * the paired, interleaved rule (issue 42), its behaviour under noise, and the decision lines
  * of record / replay. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* GPU support: the core's loader (always), the CUDA module's host model (when the module
  * is built), and the CUDA backend against the CPU codecs (when a GPU is present).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test double for tests/unit/test_cuda.cc, built as tests/unit/libcompmpi_fakecuda.so (never
  * installed). It plays two parts:
  *  - a CUDA driver with cuPointerGetAttribute over made-up address ranges (never

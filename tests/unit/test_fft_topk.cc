@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fft_topk: fidelity against spatial top-k on smooth gradient-like data, near-exact roundtrip
  * at theta = 0 with 16-bit range floats, decode_add == decode + add, identical bytes on every
  * path / thread count / block layout, exact payload sizes, NaN/Inf and huge inputs, exact

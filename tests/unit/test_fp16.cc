@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fp16 and bf16: the scalar reference conversions are round-to-nearest-even (checked against
  * the neighbouring codes), every CPU path (scalar, AVX2+F16C, AVX-512, AVX-512 BF16) and
  * thread count writes the same bytes, decode_add == decode + add, error bounds, the fp16

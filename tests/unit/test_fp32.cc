@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fp32 (doubles narrowed to floats): the bytes are static_cast<float> on every SIMD path and
  * thread count; decode widens exactly; overflow and NaN/Inf are nonfinite; the codec refuses
  * floats; blobs of the other element type are refused. */

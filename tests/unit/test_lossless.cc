@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* lossless codec (kernels/lossless): bit-exact round trips of floats and doubles -- NaN
  * payloads, signed zeros, subnormals, Inf -- through blob_encode/blob_decode for both
  * variants, any level and thread count; the same bytes for any thread count; decode_add

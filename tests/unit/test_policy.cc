@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Policy: the awp state machine against a literal transcription of Zhuang et al.,
  * Algorithm 1, and the constants of their Section V-A; the legacy_abs rule; keys every rank
  * shares; settings checks; the deterministic norm. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* q8: Dettmers' 8-bit data types (/work/shared/papers/001_*, Section 4, Table 1;
  * docs/codecs/q8.md): the tables as the paper defines them, the paper's worked examples,
  * the paper's binary search (its published rounding) against a literal re-implementation,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* qsgd: identical bytes on every CPU path and thread count; decoded values on the grid
  * k * norm / s with |k| <= s; unbiasedness; the variance bound of Alistarh et al. (Lemma 3.1);
  * reproducibility; NaN/Inf; hostile payloads. */

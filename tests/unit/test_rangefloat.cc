@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* rangefloat: the range-based N-bit float of Wang et al. (kernels/rangefloat/rangefloat.h).
  * Round to nearest against a brute-force search, error bounds and an error table over N,
  * monotone, symmetric, exact zeros, identical bytes on every path and thread count, NaN/Inf

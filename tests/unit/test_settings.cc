@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Settings: parsing of every type, messages that name the key and allowed values, unknown
  * variables, precedence of layers, checks across settings. */
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Every codec kernel returns with the upper halves of the vector registers clean, at every
  * SIMD level, width and variant, on one thread and on several: legacy-SSE code that runs
  * next (MPICH's reduction loops, the library's own scalar tails, the application) would

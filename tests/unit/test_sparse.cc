@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* sparse: lossless at every density, the smallest form chosen, corrupt payloads rejected
  * before any write. */
 #include <algorithm>

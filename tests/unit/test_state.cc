@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Per-communicator state caps (src/runtime/state.h, docs/design.md "Memory caps and failures"): the
  * error-feedback table restarts at kMaxTrackedBuffers residuals and before the residual that
  * would take it past the byte cap; residual memory is exactly the residuals' sizes. */

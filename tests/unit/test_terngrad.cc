@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* terngrad: Philox known answers; identical bytes on every CPU path and thread count; values
  * only in {-s, 0, s}; unbiasedness (with and without clipping); scaler sharing; base3 and base4
  * decode alike; the phase-2 levels variant is exact for sums of P ternary vectors and

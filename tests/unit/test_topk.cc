@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* topk: the exact top-k set (largest |x|, ties to the smaller index) against a sort-based
  * reference, the three payload forms, identical bytes on every path and thread count,
  * decode_add == decode + add, exact payload sizes, NaN/Inf, corrupt payloads rejected

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The memo of exact verdicts (src/runtime/verdict.h): a verdict is returned only for the same
  * signature and the current generation; one stored under a generation read before a change
  * is stale, never wrong; calls that may not be memoised get no key. */

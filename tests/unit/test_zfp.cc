@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* zfp: round trips of floats and doubles in both modes (fixed rate, fixed accuracy); exact
  * payload sizes of fixed rate; the bytes of ZFP's own zfp_compress; identical bytes at every
  * thread count; the error bounds as properties over several distributions; NaN/Inf and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Shared helpers for the CMocka unit tests. */
 #pragma once
 #include <cstdarg>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* bitpack CPU kernels: scalar, AVX2 and AVX-512 (F/BW/VL/VBMI), chosen at run time; OpenMP
  * splits large buffers into blocks. Every path writes identical bytes (tests/unit).
  * fp32 and fp64 share the scalar reference, the rounding rule, the dispatch, the OpenMP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* bitpack CUDA kernels: the payload of kernels/bitpack/bitpack.h, byte for byte (element i's
  * top k = bits/8 bytes at [i*k, i*k+k), least significant kept byte first; 16 bits = the
  * bf16 pattern; nearest = round-to-nearest-even on the bit pattern unless that reaches the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fft_topk CPU kernels (payload layout in fft_topk/fft_topk.h).
  *
  * Encode, per call:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fft_topk on doubles (issue 30; docs/codecs/fft_topk.md, "fp64"): FFTW's double-precision
  * transforms, the same layout, selection and quantiser as the fp32 codec (fft_topk.h).
  *

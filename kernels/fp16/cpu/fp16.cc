@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fp16 and bf16 CPU kernels: scalar reference conversions, AVX2 (+F16C) and AVX-512 paths
  * (F16C / AVX-512F vcvtps2ph for fp16; AVX-512 BF16 vcvtne2ps2bf16 when the CPU has it,
  * integer rounding otherwise), chosen at run time; OpenMP over fixed blocks. Every path

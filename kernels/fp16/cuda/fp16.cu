@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fp16 and bf16 CUDA kernels: the payloads of kernels/fp16/fp16.h (docs/codecs/fp16.md),
  * byte for byte.
  *

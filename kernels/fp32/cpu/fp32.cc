@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* fp32: doubles narrowed to floats (docs/codecs/fp32.md). A codec for fp64 data only.
  *
  * Payload: n x fp32, little-endian: element i = the double rounded to the nearest float, ties

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* lossless CPU kernels: byte-plane shuffle (optionally after a delta of the bit patterns) and
  * Debian's libzstd, block by block (format: lossless.h; docs/codecs/lossless.md).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* none: the payload is the data verbatim (fp32, or fp64 for elem 1). Lossless; used as the reference codec and
  * by tests. NaN/Inf are carried exactly, so encode never reports nonfinite. */
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* none on the GPU: the payload is the fp32 data verbatim. The backend moves it with plain
  * copies (raw_fp32); the functions here serve decode-and-add and the host model. NaN/Inf
  * travel exactly, as on the CPU: encode never reports nonfinite. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* q8 CPU kernels: scalar, AVX2 and AVX-512 (F/BW/VL/VBMI), chosen at run time; OpenMP
  * splits large buffers into fixed blocks. Every path writes identical bytes (tests/unit).
  *

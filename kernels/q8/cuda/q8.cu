@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* q8 CUDA kernels: the payload of kernels/q8/q8.h (docs/codecs/q8.md), byte for byte.
  *
  * Tables: taken from the CPU codec itself, once per type, so no table, rounding rule or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* qsgd CPU kernels: bucket norms in fixed segment order, stochastic rounding with
  * Philox-4x32-10 draws (scalar, AVX2, AVX-512), fixed-width packing. OpenMP splits the
  * buffer into fixed blocks; every path and thread count writes identical bytes.

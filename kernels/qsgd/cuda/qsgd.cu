@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* qsgd CUDA kernels: the payload of kernels/qsgd/qsgd.h, byte for byte (every width 2..8,
  * every bucket size).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* rangefloat: every fp32 as an N-bit range-based float (rangefloat/rangefloat.h).
  *
  * Payload (little-endian), exactly 12 + ceil(n*N/8) bytes:

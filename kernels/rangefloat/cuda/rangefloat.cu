@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* rangefloat CUDA kernels: the payload of kernels/rangefloat/rangefloat.h (12-byte range
  * header, then N-bit codes packed LSB first), byte for byte.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* sparse: lossless encoding of a vector's nonzeros in whichever of three forms is smallest
  * at its density (SparCML's rule):
  *   form 0 index list:  u32 k, then k × (u32 index, f32 value), indices strictly increasing

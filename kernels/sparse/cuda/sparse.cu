@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* sparse CUDA kernels: the payload of kernels/sparse/cpu/sparse.cc (index list, bitmap or
  * dense, whichever is smallest; ties keep the earlier of dense, index, bitmap), byte for byte.
  *

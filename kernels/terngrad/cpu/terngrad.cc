@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* terngrad CPU kernels: statistics (sigma, max) in fixed segment order, stochastic
  * ternarisation with Philox-4x32-10 draws (scalar, AVX2, AVX-512), packing to base4 / base3,
  * and the "levels" variant for phase 2. OpenMP splits the buffer into fixed blocks;

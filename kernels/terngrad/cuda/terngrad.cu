@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* terngrad CUDA kernels: the payload of kernels/terngrad/terngrad.h, byte for byte, for all
  * three variants (base4, base3, levels), every bucket size, clipping at the collective's
  * threshold (clip_at) or at the one bucket's own sigma, and the shared scale.

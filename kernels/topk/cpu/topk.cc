@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* topk CPU kernels (payload layout in topk/topk.h).
  *
  * Encode: NaN/Inf check, exact radix select on |x| bits (topk/select.h), then one write pass

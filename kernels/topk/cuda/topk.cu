@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* topk CUDA kernels: the payload of kernels/topk/topk.h (16-byte header, then an index list,
  * a bitmap plus packed values, or dense values), byte for byte, with the CPU's selection
  * (kernels/topk/select.h): the k = keep_count(n, theta) largest |x| bit patterns, ties to

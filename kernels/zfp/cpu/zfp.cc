@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* zfp CPU kernels: Debian's libzfp (ZFP 1.0) through its block-level API, 1-D, floats and
  * doubles (format and modes: zfp.h; docs/codecs/zfp.md).
  *

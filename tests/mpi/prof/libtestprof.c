@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* libtestprof -- a small PMPI profiler for libcompmpi's tests (built by make check for the
  * build's MPI family, never installed): what mpiP, Score-P or TAU do, in miniature.
  *
