@@ -96,6 +96,8 @@ MPITEST_PROGS += tests/mpi/t_small_counts
 tests_mpi_t_plain_lossy_types_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_thread_level
 tests_mpi_t_plain_thread_level_LDADD = -lm
+MPITEST_PROGS += tests/mpi/t_plain_cost_replay
+tests_mpi_t_plain_cost_replay_LDADD = -lm
 # MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,
 # which has no MPI_T: its testlist lines are optional)
 if HAVE_MPI_T_CVARS
@@ -109,11 +111,13 @@ tests_mpi_t_costmodel_LDFLAGS = $(MPITEST_NOINSTALL)
 tests_mpi_t_cost_skew_LDFLAGS = $(MPITEST_NOINSTALL)
 
 EXTRA_DIST += tests/mpi/testlist tests/mpi/run_tests.sh tests/mpi/launch.sh tests/check_docs.sh tests/check_layers.sh \
-	tests/check_spdx.sh
+	tests/check_spdx.sh tests/mpi/cost_replay.sh
 
-# make check: unit tests through automake's harness, then the MPI test list, then the
-# docs/settings consistency check, the layers and the SPDX licence lines (tools/spdx.sh).
-TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/check_docs.sh tests/check_layers.sh tests/check_spdx.sh
+# make check: unit tests through automake's harness, then the MPI test list and the cost model's
+# record / replay, then the docs/settings consistency check, the layers and the SPDX licence
+# lines (tools/spdx.sh).
+TESTS = $(TESTS_UNIT) tests/mpi/run_tests.sh tests/mpi/cost_replay.sh tests/check_docs.sh tests/check_layers.sh \
+	tests/check_spdx.sh
 TESTS_ENVIRONMENT = top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) MPIEXEC='$(MPIEXEC)' \
 	MPI_FAMILY=$(MPI_FAMILY) MPI_TEST_LIBNAME=$(COMPMPI_LIBNAME); export top_builddir top_srcdir MPIEXEC MPI_FAMILY MPI_TEST_LIBNAME;
 EXTRA_DIST += tests/mpi/valgrind.supp tests/mpi/valgrind-openmpi.supp tests/mpi/t_mpi4py.py tests/mpi/tsan.supp tests/mpi/lsan.supp

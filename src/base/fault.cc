@@ -26,6 +26,10 @@ struct Spec {
     int rank = -1;
     uint64_t call = 0;
     FaultWhere where = FaultWhere::any;
+    uint64_t seed = 1;      /* cost_noise */
+    double amp = 0.65;      /* cost_noise */
+    bool toward_comp = true; /* cost_skew */
+    double factor = 100;    /* cost_skew */
 };
 Spec g_spec;
 std::mutex g_mu;
@@ -37,9 +41,10 @@ bool g_fired = false;
 constexpr const char *kKinds[] = {"none",          "encode_fail", "corrupt_blob",  "mpi_error",
                                   "fft_differ",    "stage_mpi",   "fft_adopt",     "cost_plain",
                                   "cost_compress", "link_skew",   "truncate_blob", "corrupt_payload",
-                                  "rank_abort",    "rank_kill",   "alloc_fail",    "alloc_throw"};
+                                  "rank_abort",    "rank_kill",   "alloc_fail",    "alloc_throw",
+                                  "cost_noise",    "cost_skew"};
 constexpr int kNKinds = static_cast<int>(sizeof kKinds / sizeof *kKinds);
-static_assert(kNKinds == static_cast<int>(FaultKind::alloc_throw) + 1, "one name per FaultKind");
+static_assert(kNKinds == static_cast<int>(FaultKind::cost_skew) + 1, "one name per FaultKind");
 /* the kinds that fire at a PMPI call of an algorithm (where= applies) */
 bool at_mpi_call(FaultKind k) {
     return k == FaultKind::mpi_error || k == FaultKind::rank_abort || k == FaultKind::rank_kill;
@@ -90,6 +95,21 @@ bool parse(const char *text, Spec *s, std::string *err) {
                 if (val == kWheres[w]) s->where = static_cast<FaultWhere>(w), ok = true;
             if (!ok) return *err = "unknown where='" + val + "'", false;
             if (!at_mpi_call(s->kind)) return *err = "where= applies to mpi_error, rank_abort and rank_kill only", false;
+        } else if (key == "seed" && s->kind == FaultKind::cost_noise) {
+            const unsigned long long v2 = std::strtoull(val.c_str(), &e, 10);
+            if (val.empty() || *e) return *err = "seed= needs an integer >= 0", false;
+            s->seed = v2;
+        } else if (key == "amp" && s->kind == FaultKind::cost_noise) {
+            const double a = std::strtod(val.c_str(), &e);
+            if (val.empty() || *e || !(a >= 0 && a < 1)) return *err = "amp= needs a number in [0, 1)", false;
+            s->amp = a;
+        } else if (key == "toward" && s->kind == FaultKind::cost_skew) {
+            if (val != "compressed" && val != "exact") return *err = "toward= is compressed or exact", false;
+            s->toward_comp = val == "compressed";
+        } else if (key == "factor" && s->kind == FaultKind::cost_skew) {
+            const double f = std::strtod(val.c_str(), &e);
+            if (val.empty() || *e || !(f > 0 && f < 1e9)) return *err = "factor= needs a number above 0", false;
+            s->factor = f;
         } else {
             return *err = "unknown field '" + tok + "' (rank=R, call=N, where=W)", false;
         }
@@ -97,7 +117,7 @@ bool parse(const char *text, Spec *s, std::string *err) {
     if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt || s->kind == FaultKind::link_skew)
         have_call = true, s->call = 0; /* the first probe / MPI_Init */
     if (s->kind == FaultKind::stage_mpi || s->kind == FaultKind::cost_plain ||
-        s->kind == FaultKind::cost_compress) { /* a mode of every rank and call, not an event */
+        s->kind == FaultKind::cost_compress || s->kind == FaultKind::cost_noise || s->kind == FaultKind::cost_skew) { /* a mode of every rank and call, not an event */
         if (have_rank || have_call) return *err = std::string(kKinds[static_cast<int>(s->kind)]) + " takes no rank= or call=", false;
         have_rank = have_call = true;
     }
@@ -190,6 +210,27 @@ bool fault_stage_mpi() { return g_spec.kind == FaultKind::stage_mpi; }
 
 int fault_cost_force() {
     return g_spec.kind == FaultKind::cost_plain ? -1 : g_spec.kind == FaultKind::cost_compress ? 1 : 0;
+}
+
+double fault_noise_factor(uint64_t seed, double amp, uint64_t n) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + n * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull; /* splitmix64 */
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    const double u = static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+    return 1.0 - amp + 2.0 * amp * u;
+}
+
+bool fault_cost_mode() {
+    return g_spec.kind == FaultKind::cost_plain || g_spec.kind == FaultKind::cost_compress ||
+           g_spec.kind == FaultKind::cost_noise || g_spec.kind == FaultKind::cost_skew;
+}
+
+double fault_cost_factor(bool plain, uint64_t n) {
+    if (g_spec.kind == FaultKind::cost_skew) return plain == g_spec.toward_comp ? g_spec.factor : 1.0;
+    if (g_spec.kind != FaultKind::cost_noise) return 1.0;
+    /* one stream per side: the n-th exact and the n-th compressed sample draw apart */
+    return fault_noise_factor(g_spec.seed, g_spec.amp, 2 * n + (plain ? 0 : 1));
 }
 
 int fault_state() { return g_spec.kind == FaultKind::none ? -1 : g_fired ? 1 : 0; }

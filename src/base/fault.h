@@ -45,6 +45,13 @@
  *                   tests of what follows a decision (the non-blocking calls' direct path,
  *                   "results change only in calls decided to compress") do not depend on
  *                   the machine's speed
+ *     cost_noise    every rank, every call (no rank= or call=): each agreed sample of the cost
+ *                   model is multiplied by a factor uniform in [1-A, 1+A], a function of the
+ *                   seed and the sample (the same on every rank). Fields seed=S (default 1),
+ *                   amp=A (default 0.65, 0 <= A < 1)
+ *     cost_skew     every rank, every call: toward=compressed (default) multiplies every exact
+ *                   sample by F, toward=exact every compressed sample; factor=F (default 100, > 0)
+ *                   (tests/mpi/cost_replay.sh: a run forced one way, replayed under the other)
  *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
  *   call that entered a compressed algorithm, all communicators together). The fault fires
  *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
@@ -62,7 +69,8 @@ namespace compmpi {
 enum class FaultKind : int {
     none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
     cost_plain, cost_compress, link_skew,
-    truncate_blob, corrupt_payload, rank_abort, rank_kill, alloc_fail, alloc_throw
+    truncate_blob, corrupt_payload, rank_abort, rank_kill, alloc_fail, alloc_throw,
+    cost_noise, cost_skew
 };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
@@ -84,10 +92,19 @@ bool fault_stage_mpi();
 /* COMPMPI_FAULT=cost_plain / cost_compress: -1 / +1 (0 otherwise; read only when COMPMPI_FAULT_ON()). */
 int fault_cost_force();
 
+/* COMPMPI_FAULT=cost_noise / cost_skew (read only when COMPMPI_FAULT_ON()): the factor to
+ * apply to the n-th agreed sample of the cost model, plain (exact) or compressed; 1 otherwise. */
+double fault_cost_factor(bool plain, uint64_t n);
+/* cost_noise's factor for seed and draw n: uniform in [1-amp, 1+amp], a pure function (the unit
+ * tests' noisy sampler uses it too). */
+double fault_noise_factor(uint64_t seed, double amp, uint64_t n);
+/* A cost-model mode fault (cost_plain, cost_compress, cost_noise, cost_skew) is set. */
+bool fault_cost_mode();
+
 /* A fault that keeps per-call records is armed: the memos of exact verdicts stay off
- * (src/runtime/verdict.h). cost_plain / cost_compress only fix decisions, which the memos
+ * (src/runtime/verdict.h). The cost-model modes only change decisions, which the memos
  * replay like any other, so tests of the direct path can force it. */
-#define COMPMPI_FAULT_RECORDS_CALLS() (COMPMPI_FAULT_ON() && ::compmpi::fault_cost_force() == 0)
+#define COMPMPI_FAULT_RECORDS_CALLS() (COMPMPI_FAULT_ON() && !::compmpi::fault_cost_mode())
 
 /* For tests: the fault's state (0 armed, 1 fired, -1 none configured). */
 int fault_state();

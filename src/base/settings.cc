@@ -179,6 +179,10 @@ Status parse_SIZE(const SettingDesc &d, std::string_view t, setting_SIZE *o, std
 Status parse_BOOL(const SettingDesc &d, std::string_view t, setting_BOOL *o, std::string *e) { return parse_value(d, t, o, e); }
 Status parse_CODEC(const SettingDesc &d, std::string_view t, setting_CODEC *o, std::string *e) { return parse_codec(d, t, o, e); }
 Status parse_BOUND(const SettingDesc &d, std::string_view t, setting_BOUND *o, std::string *e) { return parse_bound(d, t, o, e); }
+Status parse_PATH(const SettingDesc &, std::string_view t, setting_PATH *o, std::string *) {
+    *o = trim(t);
+    return Status::ok;
+}
 
 std::string nth_allowed(const char *allowed, int idx) {
     std::string s(allowed);
@@ -208,6 +212,7 @@ std::string fmt_BOUND(const SettingDesc &d, setting_BOUND v) {
     if (!error_bound_on(v)) return "off";
     return (error_bound_relative(v) ? "rel:" : "abs:") + fmt_FLOAT(d, error_bound_value(v));
 }
+std::string fmt_PATH(const SettingDesc &, const setting_PATH &v) { return v; }
 std::string fmt_BOOL(const SettingDesc &, setting_BOOL v) { return v ? "1" : "0"; }
 std::string fmt_CODEC(const SettingDesc &, setting_CODEC v) {
     const char *name = codec_id_name(v);
@@ -231,6 +236,7 @@ std::string setting_allowed(SettingId id) {
         case SettingType::CODEC: return codec_id_names();
         case SettingType::LIST: return std::string("comma-separated subset of ") + d.allowed + ", or none";
         case SettingType::SIZE: return std::string("bytes ") + d.allowed + " (suffix K, M, G)";
+        case SettingType::PATH: return "a file path, or empty (off)";
         default: return d.allowed;
     }
 }

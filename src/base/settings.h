@@ -11,7 +11,7 @@
 
 namespace compmpi {
 
-enum class SettingType { ENUM, LIST, INT, FLOAT, SIZE, BOOL, CODEC, BOUND };
+enum class SettingType { ENUM, LIST, INT, FLOAT, SIZE, BOOL, CODEC, BOUND, PATH };
 enum class SettingScope { GLOBAL, COMM };
 
 enum class SettingId : int {
@@ -112,6 +112,7 @@ using setting_FLOAT = double;
 using setting_SIZE = uint64_t;
 using setting_BOOL = bool;
 using setting_CODEC = int32_t;  /* codec id (src/base/codecs.def) */
+using setting_PATH = std::string; /* a file path, empty = off */
 /* an error bound: 0 = off, X > 0 = "abs:X", X < 0 = "rel:|X|" (error_bound_abs/rel below) */
 using setting_BOUND = double;
 inline bool error_bound_on(setting_BOUND b) { return b != 0; }

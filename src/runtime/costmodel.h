@@ -3,21 +3,31 @@
  * communicator, so that preloading libcompmpi never makes a program slower.
  *
  * What it measures. For every (collective, size class, plan) it keeps the times of the exact
- * PMPI collective and of the compressed algorithm for that plan (codec, width), from
- * `kCostSamples` timed calls each of that size class. A size class is a power-of-two
+ * PMPI collective and of the compressed algorithm for that plan (codec, width), from timed
+ * calls of that size class, taken in pairs (below). A size class is a power-of-two
  * bucket of the per-rank payload (bytes in [2^k, 2^(k+1))); times are scaled linearly to the
  * call's size within its class. The time of one call is the slowest rank's (an agreement
  * PMPI_Allreduce(MAX) of one double after each timed call), so these are collective times
  * and every rank holds the same numbers: every decision made from them is identical on all
  * ranks by construction.
  *
- * How it decides. The first calls of a class explore: plain, compressed, plain, compressed
- * (real calls of the application, exact or compressed as usual; nothing synthetic is sent),
- * each after a PMPI_Barrier so that a late rank's arrival is not part of the sample.
- * After that, the plan runs compressed only if its SLOWEST sample beat the exact
- * collective's FASTEST sample by the margin `cost_margin` (on a noisy machine compression
- * must win consistently; where it only sometimes wins, the exact collective is the safe
- * choice), and still does after kCostConfirm more samples per side, else exactly. The predicted time of the chosen path is the mean of its samples. Each decided call is timed locally and the prediction
+ * How it decides (issue 42: decisions that are right under noise). The first calls of a class
+ * explore in PAIRS: exact, then compressed (real calls of the application, nothing synthetic
+ * is sent), each after a PMPI_Barrier so that a late rank's arrival is not part of the
+ * sample. A pair is WON by compression when its compressed sample beat its exact one by the
+ * margin `cost_margin`. Two warm-up pairs are discarded; then the class is decided
+ *   compressed once >= kCostWinPairs pairs are won AND >= kCostCrossWin of all cross
+ *     comparisons (every compressed sample of the round against every exact one) are won,
+ *     and then all of kCostConfirmPairs more pairs are won (one lost: exact);
+ *   exact after kCostLosePairs lost pairs, or after kCostMaxPairs pairs without a
+ *     compressed decision. Exact is final for the class.
+ * A class decided compressed is re-checked in steady state after kCostRecheckFirst decided
+ * calls, then after twice as many, ... (64, 128, 256, ...): kCostRecheckPairs pairs, kept
+ * with kCostRecheckKeep won, back to exact (final) after kCostRecheckLose lost. A single
+ * noisy sample (a scheduler tick on an exact call) can win one pair, not six and the cross
+ * comparisons and four confirming pairs (unit test: +-65% noise on a class where exact is
+ * 1.3x faster, 10,000 seeds). The predicted time of the chosen path is the mean of this
+ * rank's own used samples of that side. Each decided call is timed locally and the prediction
  * and the measurement are added to the statistics (COMPMPI_STATS: compmpi-stats-model lines),
  * with no extra message. Why measured end to end rather than from link and codec speeds
  * alone: the exact collective's time on shared memory or on a given network is whatever the
@@ -25,12 +35,17 @@
  * components (achieved MPI bandwidth bytes/t_plain, codec GB/s from t_encode/t_decode) are
  * derived from the same measurements and printed beside the decision (docs/design.md).
  *
+ * Record / replay (settings cost_record, cost_replay): the decisions of a run are written by
+ * rank 0 at MPI_Finalize and can be replayed by a later run, which then explores none of the
+ * recorded classes (docs/design.md, "Record and replay").
+ *
  * Scope: host buffers of the flat algorithms (two-phase, sparse, bcast, allgather); device
  * buffers and the hierarchical allreduce are always compressed when eligible (docs). */
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include <mpi.h>
@@ -52,55 +67,54 @@ enum class CostDecision : int {
 inline bool cost_explores(CostDecision d) { return d == CostDecision::explore_plain || d == CostDecision::explore_comp; }
 inline bool cost_runs_plain(CostDecision d) { return d == CostDecision::plain || d == CostDecision::explore_plain; }
 
-/* What one entry knows: collective times in seconds for the class's lower bound size. */
+/* The rule's constants (the header comment above; docs/design.md). */
+inline constexpr int kCostWarmupPairs = 2;   /* discarded: first-use costs (MPI set-up, page faults) */
+inline constexpr int kCostWinPairs = 6;      /* pairs compression must win before it is confirmed */
+inline constexpr double kCostCrossWin = 0.9; /* and this share of the round's cross comparisons */
+inline constexpr int kCostLosePairs = 3;     /* lost pairs that decide exact */
+inline constexpr int kCostMaxPairs = 8;      /* pairs after which the class is exact if not compressed */
+inline constexpr int kCostConfirmPairs = 4;  /* more pairs, every one won, to confirm compression */
+inline constexpr int kCostRecheckFirst = 64; /* decided compressed calls before the first re-check */
+inline constexpr int kCostRecheckPairs = 4;  /* pairs of a re-check: */
+inline constexpr int kCostRecheckKeep = 3;   /*   kept compressed with this many won */
+inline constexpr int kCostRecheckLose = 2;   /*   back to exact after this many lost */
+/* Under the test-only COMPMPI_FAULT=cost_plain/cost_compress the outcome is fixed: the class
+ * explores its warm-up pairs and this many more, then decides as the fault says (no
+ * confirmation, no re-check). */
+inline constexpr int kCostForcedPairs = 3;
+inline constexpr int kCostClasses = 48;
+/* Explored calls (both sides) of a class: the bounds tests assert. */
+inline constexpr int kCostExploreExactMin = 2 * (kCostWarmupPairs + kCostLosePairs);                        /* 10 */
+inline constexpr int kCostExploreExactMax = 2 * (kCostWarmupPairs + kCostMaxPairs);                         /* 20 */
+inline constexpr int kCostExploreCompMin = 2 * (kCostWarmupPairs + kCostWinPairs + kCostConfirmPairs);      /* 24 */
+inline constexpr int kCostExploreCompMax = 2 * (kCostWarmupPairs + kCostMaxPairs + kCostConfirmPairs);      /* 28 */
+inline constexpr int kCostExploreForced = 2 * (kCostWarmupPairs + kCostForcedPairs);                        /* 10 */
+
+enum class CostPhase : uint8_t { warmup, decide, confirm, recheck, exact, compressed };
+
+/* What one entry knows. Samples are agreed (slowest rank's) times scaled to 2^class bytes. */
 struct CostEntry {
-    /* sums, minima and maxima over the used samples (warm-ups excluded) of the agreed times,
-     * scaled to 2^class bytes; local_*: the sums of this rank's own times of those calls */
-    double sum_plain = 0, min_plain = 0, max_plain = 0, local_plain = 0;
-    double sum_comp = 0, min_comp = 0, max_comp = 0, local_comp = 0;
-    int n_plain = 0, n_comp = 0; /* samples taken, warm-ups included */
-    int round = 0;               /* 0: first calls of the class; 1: the steady-state re-check */
-    int confirm = 0;             /* more used samples per side: asked for once the first chose compression */
-    int decided_calls = 0;       /* calls decided by round 0 */
+    CostPhase phase = CostPhase::warmup;
+    int pairs = 0, wins = 0, losses = 0; /* completed pairs of the current phase */
+    bool pending = false;                /* the exact half of a pair is taken, the compressed one next */
+    double pending_plain = 0, pending_local = 0;
+    double plain[kCostMaxPairs] = {}, comp[kCostMaxPairs] = {}; /* the decide phase's pairs */
+    /* this rank's own times of the used samples (not warm-ups), for the prediction */
+    double local_plain = 0, local_comp = 0;
+    int n_local_plain = 0, n_local_comp = 0;
+    int explored = 0;         /* explored calls, both sides */
+    long decided_calls = 0;   /* compressed calls decided, for the re-checks */
+    long next_recheck = kCostRecheckFirst;
+    double margin = 0.05;     /* the margin of the last decision asked (cost_decide) */
+    bool looked_up = false;   /* the replay table was consulted */
+    bool replayed = false;    /* decided by cost_replay: fixed, never re-checked */
 };
 
-/* Per side and entry: kCostWarmup samples taken and not used, then kCostSamples used. The
- * first calls of a size pay first-use costs: the exact collective's first one MPI's set-up,
- * the first compressed one its workspaces' page faults (up to 7x a later call here). At 1-4
- * MiB on shared memory the SECOND exact call is still 1.3-2.6x the steady time (measured
- * here, all three collectives: a 1 MiB allreduce took 600-920, 430-630 (once 1280), 165-215
- * and 155-250 us in its first four calls; 4 MiB 2080-6320, 1990-3220, 960-1240 and 1050-1180
- * us), which made the predicted time of the exact path 1.6-2.2x the measured one in runs of
- * 80 calls; so two calls per side are
- * warm-ups. Three used samples would make the max/min rule below stricter: it kept 16 MiB
- * allreduces exact where compression was 13-20% faster (measured), so two are used. */
-inline constexpr int kCostWarmup = 2;
-inline constexpr int kCostSamples = 2;
-/* Even after the warm-up, the first calls of a size can run several times slower than the
- * same calls later (measured here: a 16 KiB exact allreduce 14-18 us in its first calls,
- * 5 us once the job runs steadily, which made compression at 8 us look faster). So after
- * kCostRecheck calls decided by the first round, the class is sampled once more (kCostSamples
- * per side, no warm-up) and that decision is final. */
-inline constexpr int kCostRecheck = 64;
-/* A round whose samples choose compression takes kCostConfirm more per side (alternating, no
- * warm-up) and decides from all of them: one scheduler tick (4 ms here) landing on both exact
- * samples of a 0.5 ms collective made compression look 3x faster than it was (measured: a
- * 4 MiB allgather on 2 ranks of shared memory decided compressed in 1 of 8 jobs and ran 14-21x
- * slower until the re-check). A class that stays exact explores no more than before. */
-inline constexpr int kCostConfirm = 2;
-inline constexpr int kCostClasses = 48;
-
-/* The rule, in one place: an entry has decided once both sides have their samples; it then
- * compresses only if the slowest used compressed sample beat the fastest exact one by the
- * margin. */
 inline bool cost_entry_decided(const CostEntry &e) {
-    const int need = kCostWarmup + kCostSamples + e.confirm;
-    return e.n_plain >= need && e.n_comp >= need;
+    return e.phase == CostPhase::exact || e.phase == CostPhase::compressed;
 }
-inline bool cost_entry_compresses(const CostEntry &e, double margin) { return e.max_comp < e.min_plain * (1.0 - margin); }
-/* The same, with the test-only COMPMPI_FAULT=cost_plain/cost_compress applied (src/base/fault.h):
- * what every decision uses. */
-bool cost_entry_verdict(const CostEntry &e, double margin);
+/* The share of cross comparisons compression won among the decide phase's pairs. */
+double cost_cross_wins(const CostEntry &e);
 
 struct CostModel {
     /* (collective, size class, codec id, bits) -> entry */
@@ -137,19 +151,45 @@ inline int cost_codec_key(CodecId codec, Elem e) { return static_cast<int>(codec
 int cost_size_class(size_t bytes);
 
 /* The decision for one eligible call on host buffers; *predicted_s is the predicted time of
- * the chosen path (0 while exploring); *final (if given): the decision will not change (the
- * re-check is done). Caller holds st.mu; identical on every rank. */
+ * the chosen path (0 while exploring); *final (if given): the decision will not change (exact,
+ * or replayed). Caller holds st.mu; identical on every rank. */
 CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int bits, double margin,
                          double *predicted_s, bool *final = nullptr);
 
 /* After a call the model asked to explore: agree on the slowest rank's time (collective over
- * comm) and learn it. Returns the MPI error code of the agreement (MPI_SUCCESS normally). */
+ * comm) and learn it (through the test-only timing faults cost_noise / cost_skew). Returns the
+ * MPI error code of the agreement (MPI_SUCCESS normally). */
 int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
                 double local_s);
 /* The learning step alone, given the agreed time and this rank's own (unit tests drive the
- * model with it; local_s < 0: the same as the agreed time). */
+ * model with it; local_s < 0: the same as the agreed time). Explored calls come in pairs:
+ * explore_plain, then explore_comp. */
 void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double agreed_s,
                 double local_s = -1);
+
+/* Record / replay of decisions (settings cost_record / cost_replay; docs/design.md).
+ * cost_decisions_init: at MPI_Init, collective over MPI_COMM_WORLD: reads cost_replay's file
+ * on every rank, checks it (version, ranks, settings hash), agrees over ranks (MIN/MAX of its
+ * hash) and loads it, or refuses it with one line on stderr (rank 0) and the model measures.
+ * cost_decisions_finalize: at MPI_Finalize: rank 0 writes cost_record's file; with statistics
+ * on, prints every decision as a compmpi-stats-decision: line (same format). */
+void cost_decisions_init(const Settings &s, MPI_Comm world);
+void cost_decisions_finalize(const Settings &s, MPI_Comm world);
+/* The hash of the settings that affect decisions (the file's header). */
+uint64_t cost_settings_hash(const Settings &s);
+/* One decision line's text (without the prefix), and its parser; for the unit tests. */
+struct CostDecisionKey {
+    int coll = 0, cls = 0, codec = 0, bits = 0, comm_size = 0;
+    bool operator<(const CostDecisionKey &o) const {
+        return std::tie(coll, cls, codec, bits, comm_size) < std::tie(o.coll, o.cls, o.codec, o.bits, o.comm_size);
+    }
+};
+std::string cost_decision_line(const CostDecisionKey &k, bool compressed);
+bool cost_decision_parse(const char *line, CostDecisionKey *k, bool *compressed);
+/* Replace the replay table (unit tests; cost_decisions_init loads it from the file). */
+void cost_replay_set(const std::map<CostDecisionKey, bool> &table);
+/* The decisions taken so far in this process (last one per key). */
+std::map<CostDecisionKey, bool> cost_decisions_taken();
 
 /* What the model did in the last call this thread ran through the compressed path's entry
  * (src/boundary/interpose.cc, run_on): the progress thread of the non-blocking calls reads it after

@@ -40,6 +40,7 @@ CvarType cvar_type(SettingId id) {
             const double lo = std::strtod(d.allowed, nullptr), hi = dots ? std::strtod(dots + 2, nullptr) : 0;
             return {dots && lo >= INT_MIN && hi <= INT_MAX ? Repr::int_ : Repr::ull, 1};
         }
+        case SettingType::PATH: return {Repr::str, 4096};
         default: break; /* ENUM, LIST, CODEC: text no longer than the list of what is allowed */
     }
     return {Repr::str, static_cast<int>(std::max<size_t>(setting_allowed(id).size(), 8)) + 1};

@@ -2,6 +2,8 @@
 #include "runtime/settings_rules.h"
 #include "runtime/runtime.h"
 
+#include "runtime/costmodel.h"
+
 #include <hwloc.h>
 
 #include <atomic>
@@ -171,6 +173,7 @@ void runtime_init() {
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
     agree_fft_plans(s, rank); /* before the world's fft probe (state_agree) */
+    cost_decisions_init(s, MPI_COMM_WORLD); /* collective on every rank: cost_replay, agreed */
     if (state_keyval_create() != Status::ok) {
         log_error("could not create the communicator attribute; libcompmpi passes every call through");
         return;
@@ -215,6 +218,7 @@ void runtime_finalize() {
     /* stats_report is collective: ranks launched with different COMPMPI_STATS (MPMD) agreed
      * at MPI_Init, else a rank without it would leave the others waiting in the report */
     if (stats_enabled()) stats_report(MPI_COMM_WORLD);
+    cost_decisions_finalize(global_settings(), MPI_COMM_WORLD); /* rank 0: cost_record, decision lines */
     state_keyval_free();
 }
 

@@ -13,10 +13,13 @@
 
 #include "mpitest.h"
 
-/* kExplore: the model's exploration calls per class (src/runtime/costmodel.h: 2 x (kCostWarmup + kCostSamples)),
- * kConfirm more where those chose compression (2 x kCostConfirm): the calls after kExplore are
- * exact then either way (decided exact, or exploring), the decision counts from kExplore + kConfirm */
-enum { kIters = 22, kExplore = 8, kConfirm = 4, kSizes = 3 };
+/* kExplore: the fewest calls before a class can be decided compressed (src/runtime/costmodel.h,
+ * kCostExploreCompMin: 2 warm-up pairs, 6 won pairs, 4 confirming ones): every call before it
+ * gives MPI's result (exploring, or decided exact after 10..20 calls); kConfirm more calls
+ * (to kCostExploreCompMax = 28: up to 8 deciding pairs) may still explore, exact, or be
+ * compressed; the decision counts from kExplore + kConfirm (the first re-check of a compressed
+ * class comes after 64 decided calls, past kIters) */
+enum { kIters = 40, kExplore = 24, kConfirm = 4, kSizes = 3 };
 
 int main(int argc, char **argv) {
     int rank, size;
@@ -69,7 +72,7 @@ int main(int argc, char **argv) {
                 /* a result changes only in calls the model decided to compress: an explored
                  * compressed call runs on a shadow output and the exact collective gives the
                  * result (issue 29: MPICH's float bcast tests saw 8-bit values here) */
-                if (it < kExplore + kConfirm)
+                if (it < kExplore)
                     MT_CHECK(exact, "coll %d size %zu iter %d: an exploring call changed the result", coll, n, it);
                 if (it >= kExplore + kConfirm) {
                     exact_count[coll][s] += exact;

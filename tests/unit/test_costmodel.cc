@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* The cost model's decisions (src/runtime/costmodel.h), driven with agreed times directly. */
+/* The cost model's decisions (src/runtime/costmodel.h), driven with agreed times directly:
+ * the paired, interleaved rule (issue 42), its behaviour under noise, and the decision lines
+ * of record / replay. */
+#include <cstdio>
+#include <functional>
 #include <initializer_list>
 
+#include "base/fault.h"
 #include "runtime/costmodel.h"
 #include "runtime/state.h"
 #include "testutil.h"
@@ -12,94 +17,125 @@ namespace {
 
 constexpr int kBitpack = 1, kQ8 = 4; /* src/base/codecs.def */
 
-/* Explore in the order plain, compressed, plain, compressed, ... (the first two of each side
- * warm-ups, not used); then decide: compress only if the slowest compressed sample beat the
- * fastest exact one by the margin. */
-void given_new_class_when_deciding_expect_alternating_exploration_then_decision(void **) {
-    CommState st;
-    const size_t bytes = 1 << 20;
-    double pred = -1;
-    static_assert(kCostWarmup == 2 && kCostSamples == 2, "the sequence below");
-    const double tp[] = {5.0e-3, 4.0e-3, 1.0e-3, 0.8e-3}; /* plain: 2 warm-ups, 2 used */
-    const double tc[] = {4.0e-3, 3.0e-3, 0.5e-3, 0.6e-3};
-    for (int i = 0; i < 8; ++i) {
-        CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
-        assert_int_equal(static_cast<int>(d),
-                         static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
-        assert_true(pred == 0.0);
-        cost_learn(st, Coll::allreduce, bytes, kBitpack, 8, d, i % 2 ? tc[i / 2] : tp[i / 2]);
-    }
-    /* max(comp) = 0.6 ms < 0.95 * min(plain) = 0.76 ms: compression, to be confirmed by
-     * kCostConfirm more samples per side, alternating, none a warm-up */
-    static_assert(kCostConfirm == 2, "the sequence below");
-    const double tp2[] = {0.9e-3, 1.0e-3}, tc2[] = {0.55e-3, 0.5e-3};
-    for (int i = 0; i < 4; ++i) {
-        CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
-        assert_int_equal(static_cast<int>(d),
-                         static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
-        cost_learn(st, Coll::allreduce, bytes, kBitpack, 8, d, i % 2 ? tc2[i / 2] : tp2[i / 2]);
-    }
-    /* max(comp) = 0.6 ms < 0.95 * min(plain) = 0.76 ms still: compress, predicted the mean of
-     * the four used compressed samples, 0.5375 ms */
-    CostDecision d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
-    assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::compress));
-    assert_float_equal(pred, 0.5375e-3, 1e-12);
-    /* decisions are frozen: the same again */
-    d = cost_decide(st, Coll::allreduce, bytes, kBitpack, 8, 0.05, &pred);
-    assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::compress));
-}
-
-/* Feed one side's samples in order (warm-ups first). */
-void learn(CommState &st, Coll k, size_t b, CostDecision d, std::initializer_list<double> t) {
-    for (double x : t) cost_learn(st, k, b, kBitpack, 8, d, x);
-}
-
-/* Explore until decided, every sample of a side the same: 2 (kCostWarmup + kCostSamples)
- * calls, 2 kCostConfirm more where compression wins. Returns the calls explored. */
-int drive(CommState &st, Coll k, size_t bytes, int codec, int bits, double tp, double tc, double margin = 0.05) {
+/* Feed pairs (exact, compressed), each call asked of the model first: the model must ask for
+ * exactly this alternation. */
+void pairs(CommState &st, Coll k, size_t b, std::initializer_list<std::pair<double, double>> t, double margin = 0.05) {
     double pred;
-    int i = 0;
+    for (const auto &pc : t) {
+        CostDecision d = cost_decide(st, k, b, kBitpack, 8, margin, &pred);
+        assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::explore_plain));
+        assert_true(pred == 0.0);
+        cost_learn(st, k, b, kBitpack, 8, d, pc.first);
+        d = cost_decide(st, k, b, kBitpack, 8, margin, &pred);
+        assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::explore_comp));
+        cost_learn(st, k, b, kBitpack, 8, d, pc.second);
+    }
+}
+
+/* Explore until decided, each side's time given by a function of the sample (0, 1, ...).
+ * Returns the calls explored. */
+int drive(CommState &st, Coll k, size_t bytes, int codec, int bits, const std::function<double(int)> &tp,
+          const std::function<double(int)> &tc, double margin = 0.05) {
+    double pred;
+    int i = 0, np = 0, nc = 0;
     for (CostDecision d; cost_explores(d = cost_decide(st, k, bytes, codec, bits, margin, &pred)); ++i) {
-        assert_true(i < 2 * (kCostWarmup + kCostSamples + kCostConfirm));
-        cost_learn(st, k, bytes, codec, bits, d, d == CostDecision::explore_plain ? tp : tc);
+        assert_true(i < kCostExploreCompMax + 2 * kCostRecheckPairs);
+        cost_learn(st, k, bytes, codec, bits, d, d == CostDecision::explore_plain ? tp(np++) : tc(nc++));
     }
     return i;
 }
-
-/* Samples that choose compression are confirmed by more; where the confirming samples do not
- * choose it, the class stays exact (one slow tick on both exact samples is not enough). */
-void given_compression_chosen_once_when_confirming_expect_decision_from_all_samples(void **) {
-    CommState st;
-    double pred;
-    learn(st, Coll::allgather, 1 << 22, CostDecision::explore_plain, {9e-3, 9e-3, 12e-3, 8e-3}); /* ticks */
-    learn(st, Coll::allgather, 1 << 22, CostDecision::explore_comp, {9e-3, 4e-3, 3.3e-3, 3.3e-3});
-    for (int i = 0; i < 2 * kCostConfirm; ++i) {
-        const CostDecision d = cost_decide(st, Coll::allgather, 1 << 22, kBitpack, 8, 0.05, &pred);
-        assert_int_equal(static_cast<int>(d),
-                         static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
-        cost_learn(st, Coll::allgather, 1 << 22, kBitpack, 8, d, i % 2 ? 3.3e-3 : 0.9e-3);
-    }
-    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allgather, 1 << 22, kBitpack, 8, 0.05, &pred)),
-                     static_cast<int>(CostDecision::plain));
-    assert_float_equal(pred, (12e-3 + 8e-3 + 0.9e-3 + 0.9e-3) / 4, 1e-12);
-    /* a class that stays exact explores no more than before */
-    CommState st2;
-    assert_int_equal(drive(st2, Coll::allgather, 1 << 22, kBitpack, 8, 1e-3, 3e-3), 2 * (kCostWarmup + kCostSamples));
-    assert_int_equal(drive(st2, Coll::allgather, 1 << 20, kBitpack, 8, 3e-3, 1e-3),
-                     2 * (kCostWarmup + kCostSamples + kCostConfirm));
+int drive(CommState &st, Coll k, size_t bytes, int codec, int bits, double tp, double tc, double margin = 0.05) {
+    return drive(st, k, bytes, codec, bits, [tp](int) { return tp; }, [tc](int) { return tc; }, margin);
 }
 
-/* Compression must be faster by the margin, else the exact collective runs. */
+CostDecision decide(CommState &st, Coll k, size_t b, double *pred, bool *final = nullptr, double margin = 0.05) {
+    return cost_decide(st, k, b, kBitpack, 8, margin, pred, final);
+}
+
+/* Where exact is faster: 2 warm-up pairs, 3 lost pairs, exact for good (final). */
+void given_exact_faster_when_deciding_expect_exact_after_three_lost_pairs_final(void **) {
+    CommState st;
+    double pred;
+    bool final = false;
+    assert_int_equal(drive(st, Coll::allreduce, 1 << 20, kBitpack, 8, 1e-3, 1.3e-3), kCostExploreExactMin);
+    for (int i = 0; i < 1000; ++i) {
+        assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, 1 << 20, &pred, &final)),
+                         static_cast<int>(CostDecision::plain));
+        assert_true(final);
+    }
+    assert_float_equal(pred, 1e-3, 1e-12);
+}
+
+/* Where compression is faster: 2 warm-up pairs, 6 won pairs (every cross comparison won),
+ * 4 confirming pairs, compressed; predicted the mean of this rank's used compressed samples. */
+void given_compression_faster_when_deciding_expect_six_won_then_four_confirmed(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 20;
+    pairs(st, Coll::allreduce, b, {{50e-3, 40e-3}, {4e-3, 3e-3}}); /* warm-ups: not used */
+    pairs(st, Coll::allreduce, b, {{1e-3, 0.5e-3}, {1e-3, 0.6e-3}, {1e-3, 0.5e-3}, {1e-3, 0.6e-3}, {1e-3, 0.5e-3}});
+    /* five won: not yet */
+    pairs(st, Coll::allreduce, b, {{1e-3, 0.6e-3}}); /* six: confirm */
+    pairs(st, Coll::allreduce, b, {{1e-3, 0.5e-3}, {1e-3, 0.5e-3}, {1e-3, 0.5e-3}, {1e-3, 0.5e-3}});
+    assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred)), static_cast<int>(CostDecision::compress));
+    assert_float_equal(pred, (3 * 0.6e-3 + 7 * 0.5e-3) / 10, 1e-12);
+    CommState st2;
+    assert_int_equal(drive(st2, Coll::allgather, b, kBitpack, 8, 3e-3, 1e-3), kCostExploreCompMin);
+}
+
+/* One confirming pair lost: exact, final. */
+void given_confirming_pair_lost_when_confirming_expect_exact(void **) {
+    CommState st;
+    double pred;
+    bool final = false;
+    const size_t b = 1 << 22;
+    pairs(st, Coll::allgather, b, {{9e-3, 9e-3}, {9e-3, 4e-3}});
+    pairs(st, Coll::allgather, b, {{12e-3, 3e-3}, {12e-3, 3e-3}, {12e-3, 3e-3}, {12e-3, 3e-3}, {12e-3, 3e-3},
+                                   {12e-3, 3e-3}}); /* ticks on the exact calls */
+    pairs(st, Coll::allgather, b, {{1e-3, 3e-3}});  /* the first confirming pair shows the truth */
+    assert_int_equal(static_cast<int>(decide(st, Coll::allgather, b, &pred, &final)),
+                     static_cast<int>(CostDecision::plain));
+    assert_true(final);
+}
+
+/* A single scheduler tick on one exact sample wins one pair, not the class. */
+void given_one_slow_exact_sample_when_deciding_expect_exact(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 16;
+    pairs(st, Coll::allreduce, b, {{1e-4, 1.3e-4}, {1e-4, 1.3e-4}});
+    pairs(st, Coll::allreduce, b, {{4e-3, 1.3e-4}, {1e-4, 1.3e-4}, {1e-4, 1.3e-4}, {1e-4, 1.3e-4}});
+    assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred)), static_cast<int>(CostDecision::plain));
+}
+
+/* Six won pairs are not enough when the cross comparisons are not won (compression wins only
+ * against slow exact samples): exact after kCostMaxPairs pairs. */
+void given_won_pairs_but_cross_comparisons_lost_when_deciding_expect_exact_after_eight(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 18;
+    pairs(st, Coll::bcast, b, {{1e-3, 1e-3}, {1e-3, 1e-3}});
+    pairs(st, Coll::bcast, b, {{10e-3, 5e-3}, {1e-3, 0.5e-3}, {10e-3, 5e-3}, {1e-3, 0.5e-3}, {10e-3, 5e-3},
+                               {1e-3, 0.5e-3}, {1e-3, 0.5e-3}});
+    CostEntry probe = st.cost->at({static_cast<int>(Coll::bcast), cost_size_class(b), kBitpack, 8});
+    assert_true(cost_cross_wins(probe) < kCostCrossWin);
+    assert_true(cost_explores(decide(st, Coll::bcast, b, &pred)));
+    pairs(st, Coll::bcast, b, {{1e-3, 0.5e-3}}); /* the eighth */
+    assert_int_equal(static_cast<int>(decide(st, Coll::bcast, b, &pred)), static_cast<int>(CostDecision::plain));
+    assert_int_equal(probe.explored + 2, kCostExploreExactMax);
+}
+
+/* Compression must be faster by the margin, else the pair is lost. */
 void given_compression_within_margin_when_deciding_expect_exact(void **) {
     CommState st;
-    drive(st, Coll::bcast, 65536, kBitpack, 16, 1.0e-3, 0.96e-3); /* 4% faster: below the 5% margin */
     double pred;
+    drive(st, Coll::bcast, 65536, kBitpack, 16, 1.0e-3, 0.96e-3); /* 4% faster: below the 5% margin */
     assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, 65536, kBitpack, 16, 0.05, &pred)),
                      static_cast<int>(CostDecision::plain));
     assert_float_equal(pred, 1.0e-3, 1e-12);
-    /* with no margin the 4% gain is taken (once confirmed) */
-    drive(st, Coll::bcast, 65536, kBitpack, 16, 1.0e-3, 0.96e-3, 0.0);
-    assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, 65536, kBitpack, 16, 0.0, &pred)),
+    CommState st2; /* with no margin the 4% gain is taken */
+    drive(st2, Coll::bcast, 65536, kBitpack, 16, 1.0e-3, 0.96e-3, 0.0);
+    assert_int_equal(static_cast<int>(cost_decide(st2, Coll::bcast, 65536, kBitpack, 16, 0.0, &pred)),
                      static_cast<int>(CostDecision::compress));
 }
 
@@ -109,41 +145,13 @@ void given_other_size_or_plan_when_deciding_expect_scaled_or_separate(void **) {
     CommState st;
     drive(st, Coll::allreduce, 1 << 20, kBitpack, 8, 2.0e-3, 1.0e-3);
     double pred;
-    /* 1.5 MiB is in the 1 MiB class: predicted 1.5 ms */
     assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, 3 << 19, kBitpack, 8, 0.05, &pred)),
                      static_cast<int>(CostDecision::compress));
-    assert_float_equal(pred, 1.5e-3, 1e-12);
+    assert_float_equal(pred, 1.5e-3, 1e-12); /* 1.5 MiB is in the 1 MiB class */
     assert_true(cost_explores(cost_decide(st, Coll::allreduce, 1 << 21, kBitpack, 8, 0.05, &pred)));
     assert_true(cost_explores(cost_decide(st, Coll::allreduce, 1 << 20, kBitpack, 16, 0.05, &pred)));
     assert_true(cost_explores(cost_decide(st, Coll::allreduce, 1 << 20, kQ8, 8, 0.05, &pred)));
     assert_true(cost_explores(cost_decide(st, Coll::allgather, 1 << 20, kBitpack, 8, 0.05, &pred)));
-}
-
-/* Slow first exact calls (connection set-up; at 1-4 MiB the second call too) neither make
- * compression look good nor enter the prediction: they are the warm-ups; the prediction is
- * the used samples' mean. */
-void given_slow_first_exact_samples_when_learning_expect_them_unused(void **) {
-    CommState st;
-    double pred;
-    const size_t b = 4096;
-    learn(st, Coll::allreduce, b, CostDecision::explore_plain, {50e-3, 20e-3, 1e-5, 1.2e-5});
-    learn(st, Coll::allreduce, b, CostDecision::explore_comp, {3e-5, 3e-5, 3e-5, 4e-5});
-    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred)),
-                     static_cast<int>(CostDecision::plain));
-    assert_float_equal(pred, 1.1e-5, 1e-12);
-}
-
-/* Nor do slow first compressed calls (fresh workspaces) keep compression from winning. */
-void given_slow_first_compressed_samples_when_learning_expect_them_unused(void **) {
-    CommState st;
-    double pred;
-    const size_t b = 1 << 18;
-    learn(st, Coll::allreduce, b, CostDecision::explore_plain, {2e-4, 2e-4, 2e-4, 2.2e-4});
-    learn(st, Coll::allreduce, b, CostDecision::explore_comp, {50e-3, 5e-3, 1e-4, 1.1e-4}); /* page faults */
-    drive(st, Coll::allreduce, b, kBitpack, 8, 2e-4, 1.05e-4); /* the confirming samples */
-    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred)),
-                     static_cast<int>(CostDecision::compress));
-    assert_float_equal(pred, 1.05e-4, 1e-12);
 }
 
 /* The agreed (slowest rank's) times decide, alike on every rank; this rank's own times of
@@ -152,52 +160,130 @@ void given_local_times_when_deciding_expect_agreed_decide_and_local_predict(void
     CommState st;
     double pred;
     const size_t b = 1 << 16;
-    const double agreed_plain = 2e-4, local_plain = 1e-4, agreed_comp = 5e-4;
-    for (int i = 0; i < kCostWarmup + kCostSamples; ++i) {
-        cost_learn(st, Coll::bcast, b, kBitpack, 8, CostDecision::explore_plain, agreed_plain, local_plain);
-        cost_learn(st, Coll::bcast, b, kBitpack, 8, CostDecision::explore_comp, agreed_comp, 1e-5);
+    for (int i = 0; i < 2 * kCostWarmupPairs + 2 * kCostLosePairs; ++i) {
+        const CostDecision d = decide(st, Coll::bcast, b, &pred);
+        const bool plain = d == CostDecision::explore_plain;
+        cost_learn(st, Coll::bcast, b, kBitpack, 8, d, plain ? 2e-4 : 5e-4, plain ? 1e-4 : 1e-5);
     }
-    assert_int_equal(static_cast<int>(cost_decide(st, Coll::bcast, b, kBitpack, 8, 0.05, &pred)),
-                     static_cast<int>(CostDecision::plain));
-    assert_float_equal(pred, local_plain, 1e-12);
+    assert_int_equal(static_cast<int>(decide(st, Coll::bcast, b, &pred)), static_cast<int>(CostDecision::plain));
+    assert_float_equal(pred, 1e-4, 1e-12);
 }
 
-/* Compression that wins only sometimes (noise) is not taken. */
-void given_overlapping_samples_when_deciding_expect_exact(void **) {
-    CommState st;
-    double pred;
-    const size_t b = 1 << 16;
-    learn(st, Coll::allgather, b, CostDecision::explore_plain, {2e-4, 2e-4, 2e-4, 2e-4});
-    learn(st, Coll::allgather, b, CostDecision::explore_comp, {1e-4, 1e-4, 1e-4, 3e-4});
-    assert_int_equal(static_cast<int>(cost_decide(st, Coll::allgather, b, kBitpack, 8, 0.05, &pred)),
-                     static_cast<int>(CostDecision::plain));
-}
-
-/* After kCostRecheck decided calls the class is sampled again in steady state (no warm-up)
- * and that decision is final: a first round misled by slow first exact calls is corrected. */
-void given_first_round_decision_when_rechecked_expect_steady_state_decision_final(void **) {
+/* A class decided compressed is re-checked at decided calls 64, 128, 256, ...: kept with 3 of
+ * 4 pairs won, back to exact (final) after 2 lost. */
+void given_compressed_class_when_rechecked_expect_doubling_checks_and_exact_after_two_losses(void **) {
     CommState st;
     double pred;
     bool final = true;
     const size_t b = 16384;
     drive(st, Coll::allreduce, b, kBitpack, 8, 15e-6, 8e-6); /* exact looks slow in the first calls */
-    for (int i = 1; i < kCostRecheck; ++i) { /* drive's last call was the first decided one */
-        assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final)),
-                         static_cast<int>(CostDecision::compress));
-        assert_false(final);
-    }
-    /* the re-check: kCostSamples per side, alternating, none of them a warm-up */
-    for (int i = 0; i < 2 * kCostSamples; ++i) {
-        CostDecision d = cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final);
-        assert_int_equal(static_cast<int>(d), static_cast<int>(i % 2 ? CostDecision::explore_comp : CostDecision::explore_plain));
-        cost_learn(st, Coll::allreduce, b, kBitpack, 8, d, d == CostDecision::explore_plain ? 5e-6 : 8e-6);
-    }
-    for (int i = 0; i < 3 * kCostRecheck; ++i) {
-        assert_int_equal(static_cast<int>(cost_decide(st, Coll::allreduce, b, kBitpack, 8, 0.05, &pred, &final)),
+    long decided = 1; /* drive's last call was the first decided one */
+    /* decided calls up to until-1 compress; call `until` is the re-check's first (exact) call */
+    auto run_decided = [&](long until) {
+        for (; decided < until - 1; ++decided) {
+            assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred, &final)),
+                             static_cast<int>(CostDecision::compress));
+            assert_false(final);
+        }
+        assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred)),
+                         static_cast<int>(CostDecision::explore_plain));
+        decided = until;
+    };
+    run_decided(kCostRecheckFirst);
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 15e-6);
+    assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred)), static_cast<int>(CostDecision::explore_comp));
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 8e-6);
+    pairs(st, Coll::allreduce, b, {{5e-6, 8e-6}, {15e-6, 8e-6}, {15e-6, 8e-6}}); /* 3 won, 1 lost: kept */
+    assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred)), static_cast<int>(CostDecision::compress));
+    ++decided; /* that call was decided call 65 */
+    run_decided(2 * kCostRecheckFirst); /* the next re-check at 128 */
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_plain, 5e-6);
+    assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred)), static_cast<int>(CostDecision::explore_comp));
+    cost_learn(st, Coll::allreduce, b, kBitpack, 8, CostDecision::explore_comp, 8e-6);
+    pairs(st, Coll::allreduce, b, {{5e-6, 8e-6}}); /* steady state: exact faster, 2 lost */
+    for (int i = 0; i < 3 * kCostRecheckFirst; ++i) {
+        assert_int_equal(static_cast<int>(decide(st, Coll::allreduce, b, &pred, &final)),
                          static_cast<int>(CostDecision::plain));
         assert_true(final);
     }
-    assert_float_equal(pred, 5e-6, 1e-15);
+}
+
+/* Noise (issue 42): a sampler whose every sample is off by a factor uniform in [0.35, 1.65]
+ * (COMPMPI_FAULT=cost_noise's factors, amp 0.65), 10,000 seeds.
+ * - Exact truly 1.3x faster (shared memory): at most kFlipBound seeds may decide compressed.
+ * - Compression truly 2x faster: with +-30% noise >= 99% decide compressed; with +-65% the
+ *   rule is conservative (measured: about a quarter), printed, not asserted. */
+int noisy_runs(double tp, double tc, double amp, int seeds) {
+    int comp = 0;
+    for (int s = 1; s <= seeds; ++s) {
+        CommState st;
+        uint64_t n = 0;
+        auto noisy = [&](double base) { return base * fault_noise_factor(static_cast<uint64_t>(s), amp, n++); };
+        drive(st, Coll::allreduce, 1 << 16, kBitpack, 8, [&](int) { return noisy(tp); },
+              [&](int) { return noisy(tc); });
+        double pred;
+        comp += decide(st, Coll::allreduce, 1 << 16, &pred) == CostDecision::compress;
+    }
+    return comp;
+}
+
+void given_noise_when_exact_faster_expect_almost_never_compressed(void **) {
+    constexpr int kSeeds = 10000, kFlipBound = 5; /* 0.05% */
+    const int flips = noisy_runs(1e-3, 1.3e-3, 0.65, kSeeds);
+    std::printf("# noise +-65%%, exact 1.3x faster: %d of %d seeds decided compressed (bound %d)\n", flips, kSeeds,
+                kFlipBound);
+    assert_true(flips <= kFlipBound);
+}
+
+void given_noise_when_compression_twice_faster_expect_compressed(void **) {
+    constexpr int kSeeds = 10000;
+    const int comp30 = noisy_runs(2e-3, 1e-3, 0.30, kSeeds), comp65 = noisy_runs(2e-3, 1e-3, 0.65, kSeeds);
+    std::printf("# compression 2x faster: noise +-30%%: %d of %d seeds decided compressed; +-65%%: %d\n", comp30,
+                kSeeds, comp65);
+    assert_true(comp30 >= kSeeds * 99 / 100);
+}
+
+/* The noise factors: in [1-amp, 1+amp], a pure function of (seed, n). */
+void given_seed_when_drawing_noise_expect_bounded_and_deterministic(void **) {
+    double lo = 2, hi = 0;
+    for (uint64_t n = 0; n < 100000; ++n) {
+        const double f = fault_noise_factor(7, 0.65, n);
+        lo = std::min(lo, f), hi = std::max(hi, f);
+        assert_true(f == fault_noise_factor(7, 0.65, n));
+    }
+    assert_true(lo >= 0.35 && lo < 0.36 && hi <= 1.65 && hi > 1.64);
+    assert_true(fault_noise_factor(7, 0.65, 3) != fault_noise_factor(8, 0.65, 3));
+}
+
+/* Record / replay: a decision line reads back as written; a replayed class is decided from its
+ * first call, never explored nor re-checked; a malformed line is refused. */
+void given_decision_lines_when_replayed_expect_no_exploring(void **) {
+    CostDecisionKey k{static_cast<int>(Coll::allgather), 16, cost_codec_key(CodecId::bitpack, Elem::f32), 8, 1};
+    const std::string line = cost_decision_line(k, true);
+    assert_string_equal(line.c_str(), "coll=allgather class=16 codec=bitpack elem=fp32 bits=8 comm_size=1 decision=compressed");
+    CostDecisionKey r;
+    bool comp = false;
+    assert_true(cost_decision_parse(line.c_str(), &r, &comp));
+    assert_true(comp && !(r < k) && !(k < r));
+    assert_false(cost_decision_parse("coll=allgather class=16 codec=bitpack", &r, &comp));
+    assert_false(cost_decision_parse("coll=nosuch class=16 codec=bitpack elem=fp32 bits=8 comm_size=1 decision=exact", &r, &comp));
+    CostDecisionKey ex = k;
+    ex.cls = 17;
+    cost_replay_set({{k, true}, {ex, false}});
+    CommState st; /* size 1, as the key */
+    double pred;
+    bool final = false;
+    for (int i = 0; i < 3 * kCostRecheckFirst; ++i) {
+        assert_int_equal(static_cast<int>(cost_decide(st, Coll::allgather, 1 << 16, k.codec, 8, 0.05, &pred, &final)),
+                         static_cast<int>(CostDecision::compress));
+        assert_true(final);
+        assert_int_equal(static_cast<int>(cost_decide(st, Coll::allgather, 1 << 17, k.codec, 8, 0.05, &pred)),
+                         static_cast<int>(CostDecision::plain));
+    }
+    assert_true(cost_explores(cost_decide(st, Coll::allgather, 1 << 18, k.codec, 8, 0.05, &pred))); /* not replayed */
+    const auto taken = cost_decisions_taken();
+    assert_true(taken.count(k) && taken.at(k) && taken.count(ex) && !taken.at(ex));
+    cost_replay_set({});
 }
 
 void given_sizes_when_classifying_expect_floor_log2(void **) {
@@ -212,15 +298,19 @@ void given_sizes_when_classifying_expect_floor_log2(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(given_new_class_when_deciding_expect_alternating_exploration_then_decision),
+        cmocka_unit_test(given_exact_faster_when_deciding_expect_exact_after_three_lost_pairs_final),
+        cmocka_unit_test(given_compression_faster_when_deciding_expect_six_won_then_four_confirmed),
+        cmocka_unit_test(given_confirming_pair_lost_when_confirming_expect_exact),
+        cmocka_unit_test(given_one_slow_exact_sample_when_deciding_expect_exact),
+        cmocka_unit_test(given_won_pairs_but_cross_comparisons_lost_when_deciding_expect_exact_after_eight),
         cmocka_unit_test(given_compression_within_margin_when_deciding_expect_exact),
-        cmocka_unit_test(given_compression_chosen_once_when_confirming_expect_decision_from_all_samples),
         cmocka_unit_test(given_other_size_or_plan_when_deciding_expect_scaled_or_separate),
-        cmocka_unit_test(given_slow_first_exact_samples_when_learning_expect_them_unused),
-        cmocka_unit_test(given_slow_first_compressed_samples_when_learning_expect_them_unused),
         cmocka_unit_test(given_local_times_when_deciding_expect_agreed_decide_and_local_predict),
-        cmocka_unit_test(given_overlapping_samples_when_deciding_expect_exact),
-        cmocka_unit_test(given_first_round_decision_when_rechecked_expect_steady_state_decision_final),
+        cmocka_unit_test(given_compressed_class_when_rechecked_expect_doubling_checks_and_exact_after_two_losses),
+        cmocka_unit_test(given_noise_when_exact_faster_expect_almost_never_compressed),
+        cmocka_unit_test(given_noise_when_compression_twice_faster_expect_compressed),
+        cmocka_unit_test(given_seed_when_drawing_noise_expect_bounded_and_deterministic),
+        cmocka_unit_test(given_decision_lines_when_replayed_expect_no_exploring),
         cmocka_unit_test(given_sizes_when_classifying_expect_floor_log2),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
