@@ -6,24 +6,25 @@
 # arms cannot share one job), shared memory, bench/wholeprog_bench.c.
 #
 #   bench/wholeprog_paired.sh [--families mpich,openmpi] [--ranks 2,4] [--levels single,multiple]
-#                             [--rounds R] [--iters K] [--max-bytes B] [--tests LIST] [--forced]
+#                             [--rounds R] [--iters K] [--max-bytes B] [--tests LIST] [--forced] [--control]
 #
 # Arms: plain; preload (defaults: nb_progress=auto, the program's thread level);
 # with --forced also preload with COMPMPI_NB_PROGRESS=thread (what libcompmpi did before
-# nb_progress=auto: MPI_THREAD_MULTIPLE whatever the program asked).
+# nb_progress=auto: MPI_THREAD_MULTIPLE whatever the program asked); with --control a second
+# plain arm (the method's own noise: its ratio to plain would be 1 on a perfect machine).
 # Per (test, size) the median over the rounds of each run's median, and the ratio to plain.
 # Needs scripts/build.sh (MPICH: _build) and, for Open MPI, the build of scripts/test-openmpi.sh
 # (${OMPI_BUILD_DIR:-_build-openmpi}). Prints markdown tables; every table says the 1-minute
 # load average before and after it (a loaded machine times the cores, not MPI).
 set -u
 cd "$(dirname "$0")/.." || exit 1
-families=mpich,openmpi ranks=2,4 levels=single,multiple rounds=5 iters=21 max_bytes=4194304 tests="" forced=0
+families=mpich,openmpi ranks=2,4 levels=single,multiple rounds=5 iters=21 max_bytes=4194304 tests="" forced=0 control=0
 while [ $# -gt 0 ]; do
     case $1 in
         --families) families=$2; shift 2 ;; --ranks) ranks=$2; shift 2 ;; --levels) levels=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;; --iters) iters=$2; shift 2 ;; --max-bytes) max_bytes=$2; shift 2 ;;
-        --tests) tests=$2; shift 2 ;; --forced) forced=1; shift ;;
-        *) echo "usage: $0 [--families LIST] [--ranks LIST] [--levels LIST] [--rounds R] [--iters K] [--max-bytes B] [--tests LIST] [--forced]"; exit 2 ;;
+        --tests) tests=$2; shift 2 ;; --forced) forced=1; shift ;; --control) control=1; shift ;;
+        *) echo "usage: $0 [--families LIST] [--ranks LIST] [--levels LIST] [--rounds R] [--iters K] [--max-bytes B] [--tests LIST] [--forced] [--control]"; exit 2 ;;
     esac
 done
 tmp=$(mktemp -d)
@@ -43,13 +44,14 @@ for fam in ${families//,/ }; do
         for lvl in ${levels//,/ }; do
             arms="plain preload"
             [ $forced = 1 ] && [ "$lvl" != multiple ] && arms="$arms forced"
+            [ $control = 1 ] && arms="$arms control"
             l0=$(load)
             for r in $(seq 1 "$rounds"); do
                 order=$arms
                 [ $((r % 2)) = 0 ] && order=$(echo "$arms" | tr ' ' '\n' | tac | tr '\n' ' ')
                 for arm in $order; do
                     case $arm in
-                        plain) env=() ;;
+                        plain|control) env=() ;;
                         preload) if [ "$fam" = mpich ]; then env=(-genv LD_PRELOAD "$lib"); else env=(-x LD_PRELOAD="$lib"); fi ;;
                         forced) if [ "$fam" = mpich ]; then env=(-genv LD_PRELOAD "$lib" -genv COMPMPI_NB_PROGRESS thread)
                                 else env=(-x LD_PRELOAD="$lib" -x COMPMPI_NB_PROGRESS=thread); fi ;;
