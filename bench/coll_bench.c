@@ -78,6 +78,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "bench_init.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -481,23 +482,6 @@ static void *xmalloc(size_t bytes)
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes ? bytes : 64)) die("out of memory allocating %s", "buffers");
     return p;
-}
-
-/* --thread-level single|funneled|serialized|multiple: MPI_Init_thread at that level (scanned
- * before MPI_Init); without it MPI_Init. libcompmpi's default (nb_progress=auto) compresses
- * non-blocking and persistent collectives only in a program that asked for MULTIPLE. */
-static int bench_init(int *argc, char ***argv)
-{
-    int level = -1, provided = 0;
-    for (int a = 1; a + 1 < *argc; a++)
-        if (!strcmp((*argv)[a], "--thread-level")) {
-            const char *v = (*argv)[a + 1];
-            level = !strcmp(v, "single") ? MPI_THREAD_SINGLE : !strcmp(v, "funneled") ? MPI_THREAD_FUNNELED
-                  : !strcmp(v, "serialized") ? MPI_THREAD_SERIALIZED : !strcmp(v, "multiple") ? MPI_THREAD_MULTIPLE : -2;
-            if (level == -2) { fprintf(stderr, "--thread-level: single|funneled|serialized|multiple\n"); exit(2); }
-        }
-    if (level < 0) return MPI_Init(argc, argv);
-    return MPI_Init_thread(argc, argv, level, &provided);
 }
 
 static void usage(void)

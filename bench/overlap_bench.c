@@ -21,6 +21,7 @@
  * Build: mpicc.mpich -O2 -o overlap_bench overlap_bench.c -lm
  */
 #include <mpi.h>
+#include "bench_init.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,23 +58,6 @@ static double max_over_ranks(double t) {
     double m;
     MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return m;
-}
-
-/* --thread-level single|funneled|serialized|multiple: MPI_Init_thread at that level (scanned
- * before MPI_Init); without it MPI_Init. libcompmpi's default (nb_progress=auto) compresses
- * non-blocking and persistent collectives only in a program that asked for MULTIPLE. */
-static int bench_init(int *argc, char ***argv)
-{
-    int level = -1, provided = 0;
-    for (int a = 1; a + 1 < *argc; a++)
-        if (!strcmp((*argv)[a], "--thread-level")) {
-            const char *v = (*argv)[a + 1];
-            level = !strcmp(v, "single") ? MPI_THREAD_SINGLE : !strcmp(v, "funneled") ? MPI_THREAD_FUNNELED
-                  : !strcmp(v, "serialized") ? MPI_THREAD_SERIALIZED : !strcmp(v, "multiple") ? MPI_THREAD_MULTIPLE : -2;
-            if (level == -2) { fprintf(stderr, "--thread-level: single|funneled|serialized|multiple\n"); exit(2); }
-        }
-    if (level < 0) return MPI_Init(argc, argv);
-    return MPI_Init_thread(argc, argv, level, &provided);
 }
 
 static int cmp(const void *a, const void *b) {

@@ -15,6 +15,7 @@
  * Prints one line per (collective, size): "validate: coll=C bytes=N calls=K wrong_calls=W
  * max_rel_err=E", and " No Errors" when no call was wrong (exit 0), else exit 1.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup under -std=c11 */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>

@@ -18,7 +18,9 @@
  * and the minimum per call over the batches; for the collectives the max over ranks.
  * Output (rank 0): "wholeprog: test=T bytes=N median_us=X min_us=Y [mbps=Z] level=L".
  */
+#define _POSIX_C_SOURCE 200809L /* strdup under -std=c11 */
 #include <mpi.h>
+#include "bench_init.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,9 +152,8 @@ int main(int argc, char **argv)
         if (!v) { fprintf(stderr, "wholeprog_bench: option %s needs a value\n", o); return 2; }
         a++;
         if (!strcmp(o, "--thread-level")) {
-            level = !strcmp(v, "single") ? MPI_THREAD_SINGLE : !strcmp(v, "funneled") ? MPI_THREAD_FUNNELED
-                  : !strcmp(v, "serialized") ? MPI_THREAD_SERIALIZED : !strcmp(v, "multiple") ? MPI_THREAD_MULTIPLE : -2;
-            if (level == -2) { fprintf(stderr, "--thread-level: single|funneled|serialized|multiple\n"); return 2; }
+            level = bench_level_of(v);
+            if (level < 0) { fprintf(stderr, "--thread-level: single|funneled|serialized|multiple\n"); return 2; }
         } else if (!strcmp(o, "--iters")) iters = atoi(v);
         else if (!strcmp(o, "--max-bytes")) max_bytes = strtoull(v, NULL, 0);
         else if (!strcmp(o, "--tests")) {
