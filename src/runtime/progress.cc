@@ -387,6 +387,14 @@ int nb_init_level(int required) {
 
 void nb_init_done(int provided) { g_provided = provided; }
 
+void nb_threads_agree(bool every_rank, bool some_rank, int rank) {
+    if (every_rank) return;
+    g_progress = false;
+    if (some_rank && rank == 0)
+        log_info("ranks differ in thread level or nb_progress: non-blocking and persistent collectives pass "
+                 "through on every rank (progress threads need MPI_THREAD_MULTIPLE on all of them)");
+}
+
 const char *nb_thread_level_name() {
     switch (g_provided) {
         case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";

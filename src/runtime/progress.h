@@ -34,6 +34,9 @@ bool nb_on_progress_thread();
 /* Whether non-blocking calls can have progress threads (MPI_THREAD_MULTIPLE given and
  * nb_progress=thread, or nb_progress=auto and the program asked for MULTIPLE). */
 bool nb_threads_ok();
+/* At MPI_Init, after the ranks agreed whether every / some rank can have progress threads:
+ * threads only if every rank can (rank 0 says once why not where only some could). */
+void nb_threads_agree(bool every_rank, bool some_rank, int rank);
 /* The level MPI gave at MPI_Init ("MPI_THREAD_SINGLE", ...), for print_config. */
 const char *nb_thread_level_name();
 

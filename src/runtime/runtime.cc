@@ -166,10 +166,15 @@ void runtime_init() {
         simd_force(s.simd == simd_kind::scalar ? SimdLevel::scalar
                    : s.simd == simd_kind::avx2 ? SimdLevel::avx2 : SimdLevel::avx512);
     const int local = node_local_ranks(); /* collective: on every rank, before any local choice */
-    /* statistics on if any rank asked (MPMD ranks may differ): collective, agreed before use */
-    int want = s.stats ? 1 : 0, any = want;
-    mpi_next::Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    stats_enable(any != 0);
+    /* statistics on if any rank asked (MPMD ranks may differ); progress threads only if every
+     * rank has them (ranks that asked for different thread levels, or set nb_progress
+     * differently, would otherwise compress a non-blocking call on some ranks and pass it
+     * through on others: a hang). One collective, agreed before use. */
+    const int threads = nb_threads_ok() ? 1 : 0;
+    int mine[3] = {s.stats ? 1 : 0, -threads, threads}, all[3] = {0, 0, 0};
+    mpi_next::Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    stats_enable(all[0] != 0);
+    nb_threads_agree(/*every rank: max(-t) = -1*/ all[1] != 0, /*some rank*/ all[2] != 0, rank);
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
     agree_fft_plans(s, rank); /* before the world's fft probe (state_agree) */

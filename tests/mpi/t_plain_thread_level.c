@@ -5,7 +5,8 @@
  *   t_plain_thread_level [init|single|funneled|serialized|multiple] [expect:LEVEL]
  *
  * init: MPI_Init; otherwise MPI_Init_thread at that level. expect:LEVEL (default: the level
- * asked, single for init): MPI_Query_thread and MPI_Init_thread's provided must be it. Then a
+ * asked, single for init): MPI_Query_thread and MPI_Init_thread's provided must be it;
+ * expect0:LEVEL: rank 0's (an MPMD line whose rank 0 runs with other settings). Then a
  * float MPI_Iallreduce, MPI_Ibcast and MPI_Iallgather of 64 Ki values (above min_bytes) and
  * the blocking MPI_Allreduce of the same data, each checked: the non-blocking results against
  * PMPI_Allreduce & co. bit for bit when the line says `exact` (they passed through), against
@@ -23,9 +24,10 @@ static int level_of(const char *s) {
 
 int main(int argc, char **argv) {
     const char *ask = argc > 1 ? argv[1] : "init";
-    int expect = level_of(ask), exact = 0;
+    int expect = level_of(ask), expect0 = -1, exact = 0;
     for (int a = 2; a < argc; ++a) {
         if (!strncmp(argv[a], "expect:", 7)) expect = level_of(argv[a] + 7);
+        else if (!strncmp(argv[a], "expect0:", 8)) expect0 = level_of(argv[a] + 8);
         else if (!strcmp(argv[a], "exact")) exact = 1;
     }
     int provided = -1, rank, size;
@@ -33,6 +35,7 @@ int main(int argc, char **argv) {
     else MPI_Init_thread(&argc, &argv, level_of(ask), &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0 && expect0 >= 0) expect = expect0;
     int query = -1;
     MPI_Query_thread(&query);
     MT_CHECK(query == expect, "asked %s: MPI_Query_thread says %d, expected %d", ask, query, expect);
