@@ -96,6 +96,8 @@ MPITEST_PROGS += tests/mpi/t_small_counts
 tests_mpi_t_plain_lossy_types_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_thread_level
 tests_mpi_t_plain_thread_level_LDADD = -lm
+MPITEST_PROGS += tests/mpi/t_plain_entropy
+tests_mpi_t_plain_entropy_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_cost_replay
 tests_mpi_t_plain_cost_replay_LDADD = -lm
 # MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,

@@ -186,6 +186,12 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
     CollCtx c{a.comm, &st.coll, &st.settings, ws, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
     /* device data that MPI cannot read; or, test-only, host data (COMPMPI_FAULT=stage_mpi) */
     c.stage_mpi = (&be != &backend_cpu() && !mpi_cuda_aware()) || (COMPMPI_FAULT_ON() && fault_stage_mpi());
+    /* the entropy stage: the exchanges follow the agreed setting; only host ranks code blobs */
+    if (st.settings.entropy == enum_value(SettingId::entropy, "zstd")) {
+        c.entropy.method = kEntropyZstd;
+        c.entropy.level = static_cast<int>(st.settings.entropy_level);
+        c.entropy_encode = &be == &backend_cpu();
+    }
     if (COMPMPI_FAULT_ON()) fault_call_begin(coll_name(a.kind)); /* test-only (src/base/fault.h) */
 
     /* error feedback (src/runtime/ef.h); never while exploring: that result is discarded */
