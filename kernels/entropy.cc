@@ -116,16 +116,18 @@ bool blob_entropy_encode(const CodecOps &c, const CodecParams &p, uint8_t *blob,
         byte_shuffle(src, raw, w, t);
         src = t;
     }
-    /* a frame must beat the raw payload to be sent: capacity raw - 1 */
-    uint8_t *f = grow(s.frame, raw);
+    /* the frame is written into room for zstd's worst case (a smaller capacity makes zstd fail
+     * part-way and leaves the context needing a reset); it is sent only if shorter than raw */
+    uint8_t *f = grow(s.frame, ZSTD_compressBound(raw));
     /* the frame carries its content size and a checksum of it: a flipped bit anywhere in a
      * coded payload is refused, not decoded to other codes */
     ZSTD_CCtx *cc = s.cctx.get();
+    ZSTD_CCtx_reset(cc, ZSTD_reset_session_only);
     if (ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, sp.level)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1)))
         return false;
-    const size_t cl = ZSTD_compress2(cc, f, raw - 1, src, raw);
+    const size_t cl = ZSTD_compress2(cc, f, ZSTD_compressBound(raw), src, raw);
     if (ZSTD_isError(cl) || cl >= raw) return false;
     std::memcpy(blob + kBlobHeaderBytes, f, cl);
     blob[10] = kEntropyZstd;
