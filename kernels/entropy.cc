@@ -127,6 +127,11 @@ bool blob_entropy_encode(const CodecOps &c, const CodecParams &p, uint8_t *blob,
         ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1)))
         return false;
+    /* zstd's fast (negative) levels leave literals raw; the codes are nearly all literals, and
+     * their Huffman coding is what the stage is for: keep it on (zstd's experimental
+     * ZSTD_c_literalCompressionMode = ZSTD_ps_enable, parameter 1002 in zstd >= 1.5; an older
+     * library refuses it and the level runs as zstd defines it) */
+    ZSTD_CCtx_setParameter(cc, static_cast<ZSTD_cParameter>(1002), sp.level < 1 ? 1 : 0);
     const size_t cl = ZSTD_compress2(cc, f, ZSTD_compressBound(raw), src, raw);
     if (ZSTD_isError(cl) || cl >= raw) return false;
     std::memcpy(blob + kBlobHeaderBytes, f, cl);

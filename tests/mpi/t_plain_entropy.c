@@ -8,11 +8,13 @@
  *   - --lossy: the results are not the exact ones (the codec really ran), --exact: they are.
  * Data: gradient-like floats or doubles (--double), whose codes the stage shrinks. The testlist
  * runs it under each codec, both allreduce algorithms, segments, and checks the wire ratio of
- * the stage alone (arg --env: one duplicate without hints runs, the environment's COMPMPI_ENTROPY
+ * the stage alone (arg --auto: the second duplicate gets compmpi_entropy=auto, the cost model's
+ * decision, with --reps=N calls of each shape; arg --env: one duplicate without hints runs, the environment's COMPMPI_ENTROPY
  * applies, for COMPMPI_STATS). */
 #include "mpitest.h"
 
-static int P, R, dbl, lossy = -1, only_on;
+static int P, R, dbl, lossy = -1, only_on, reps = 2;
+static const char *on_value = "zstd";
 static size_t N = 70001;
 
 /* rank r's element i: a gradient-like value (heavy around 0, a few larger, |g| < 2), rounded
@@ -87,6 +89,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--lossy")) lossy = 1;
         else if (!strcmp(argv[i], "--exact")) lossy = 0;
         else if (!strcmp(argv[i], "--env")) only_on = 1;
+        else if (!strcmp(argv[i], "--auto")) on_value = "auto";
+        else if (!strncmp(argv[i], "--reps=", 7)) reps = atoi(argv[i] + 7);
         else if (!strncmp(argv[i], "--n=", 4)) N = (size_t)atol(argv[i] + 4);
         else {
             if (R == 0) fprintf(stderr, "t_plain_entropy: unknown argument %s\n", argv[i]);
@@ -96,11 +100,12 @@ int main(int argc, char **argv) {
     mt_watchdog("t_plain_entropy", 300);
     MPI_Comm off = MPI_COMM_NULL, on = MPI_COMM_NULL;
     if (only_on) MPI_Comm_dup(MPI_COMM_WORLD, &on);
-    else off = with_entropy("off"), on = with_entropy("zstd");
+    else off = with_entropy("off"), on = with_entropy(on_value);
     static const char *names[3] = {"allreduce", "bcast", "allgather"};
     const size_t es = dbl ? 8 : 4;
-    /* twice: the second call of each shape runs what the policy chose for it */
-    for (int rep = 0; rep < 2; ++rep)
+    /* at least twice: the second call of each shape runs what the policy chose for it; more
+     * (--reps) for the cost model's decisions (entropy=auto) */
+    for (int rep = 0; rep < reps; ++rep)
         for (int which = 0; which < 3; ++which) {
             const size_t bytes = (which == 2 ? (size_t)P : 1) * N * es;
             int ex_on = 1, ex_off = 1;
