@@ -20,6 +20,11 @@
  * exchanged to learn them and no slot is padded to the largest block. Zero-count blocks
  * send nothing.
  *
+ * The entropy stage (setting entropy, kernels/entropy.h) codes every blob; then the blobs'
+ * own lengths travel first (an alltoall of one u64 per rank) and the alltoallv carries just
+ * those bytes; pipelined segments exchange at an agreed stride, the longest blob of any rank
+ * (coll_agree_stride), as the two-phase allreduce does.
+ *
  * Error feedback (ef_res/ef_new): the blocks are encoded from x = input + residual and each
  * leaves x - D(E(x)) as its part of the new residual, as in the allreduce's phase 1.
  *
@@ -111,6 +116,51 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
 #endif
 }
 
+/* The entropy stage's exchange: blob j (blen[j] bytes at send + soff[j], 0 for none) to rank
+ * j. The lengths go first (an alltoall of one u64 per rank), then an alltoallv of exactly
+ * those bytes into recv + Sr * j. */
+Status exchange_lengths(CollCtx &c, const std::vector<size_t> &blen, size_t Sr, const uint8_t *send,
+                        const std::vector<size_t> &soff, uint8_t *recv, bool large, uint8_t *flags) {
+    const int P = c.size, r = c.rank;
+    std::vector<uint64_t> sl(static_cast<size_t>(P)), rl(static_cast<size_t>(P));
+    for (int j = 0; j < P; ++j) sl[j] = j == r ? 0 : blen[j];
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        CMPI_CHECK(check(c, mpi_next::Alltoall(sl.data(), 1, MPI_UINT64_T, rl.data(), 1, MPI_UINT64_T, c.comm)));
+    }
+    /* every sender's blob fits the slot of this rank's block (both sides size it from counts
+     * alone); a longer claim would be a bug: receive at most the slot, and MPI reports the
+     * truncation (an MPI error, never memory past the buffer) */
+    for (int j = 0; j < P; ++j)
+        if (rl[j] > Sr) *flags |= BLOB_ABANDON, rl[j] = Sr;
+    ScopedTimer t(c.stats->ns_comm);
+    if (!large) {
+        std::vector<int> sc(P), sd(P), rc(P), rd(P);
+        for (int j = 0; j < P; ++j) {
+            sc[j] = static_cast<int>(sl[j]);
+            sd[j] = static_cast<int>(soff[j]);
+            rc[j] = static_cast<int>(rl[j]);
+            rd[j] = static_cast<int>(Sr * static_cast<size_t>(j));
+        }
+        return check(c, mpi_next::Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                            c.comm));
+    }
+#ifdef HAVE_MPI_LARGE_COUNT
+    std::vector<MPI_Count> sc(P), rc(P);
+    std::vector<MPI_Aint> sd(P), rd(P);
+    for (int j = 0; j < P; ++j) {
+        sc[j] = static_cast<MPI_Count>(sl[j]);
+        sd[j] = static_cast<MPI_Aint>(soff[j]);
+        rc[j] = static_cast<MPI_Count>(rl[j]);
+        rd[j] = static_cast<MPI_Aint>(Sr * static_cast<size_t>(j));
+    }
+    return check(c, mpi_next::Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                          c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
 /* This rank's flags and the sum of squares of its block, agreed by all (one allgather of
  * P pairs): every rank learns the union of flags and falls back together, and every rank
  * gets the same norm of the whole reduced vector (rank order); then out = acc. */
@@ -172,6 +222,9 @@ Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_
     uint8_t *sendbuf = c.ws->send.get(2 * S * P), *recvbuf = c.ws->recv.get(2 * S * P);
     if (!sendbuf || !recvbuf) return Status::no_memory;
     MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    /* the entropy stage: each buffer set's exchange stride (the longest blob of any rank,
+     * agreed) and this rank's longest blob of the segment being encoded */
+    size_t xs[2] = {0, 0}, longest = kBlobHeaderBytes;
     /* segment k: floats [lo, lo + len) of every block, stride Sk (from len only: alike) */
     auto geom = [&](size_t k, size_t *lo, size_t *len, size_t *Sk) {
         *lo = k * seg;
@@ -183,6 +236,7 @@ Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_
         size_t lo, len, Sk;
         geom(k, &lo, &len, &Sk);
         uint8_t *snd = sendbuf + (k % 2) * S * P;
+        longest = kBlobHeaderBytes;
         for (int j = 0; j < P; ++j) {
             const T *src = x + b * static_cast<size_t>(j) + lo;
             T *res = c.ef_new ? ef_new_t<T>(c) + b * static_cast<size_t>(j) + lo : nullptr;
@@ -192,15 +246,25 @@ Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_
             }
             CodecParams p = c.params;
             p.stream = rng_stream(r, c.st->calls, 1, j + P * static_cast<int>(k));
-            const uint8_t f = coll_encode(c, p, src, len, snd + Sk * j, Sk);
+            size_t bl = kBlobHeaderBytes;
+            const uint8_t f = coll_encode(c, p, src, len, snd + Sk * j, Sk, &bl);
             *flags |= f;
             if (res && !f) coll_ef_update(c, snd + Sk * j, Sk, src, len, res);
+            if (!f) coll_entropy(c, *c.codec, p, snd + Sk * j, &bl);
+            longest = std::max(longest, bl);
             coll_poke(progress);
         }
     };
     auto start = [&](size_t k) -> Status {
         size_t lo, len, Sk;
         geom(k, &lo, &len, &Sk);
+        if (coll_entropy_on(c)) { /* the longest blob any rank sends is the stride */
+            size_t X = Sk;
+            CMPI_CHECK(coll_agree_stride(c, longest, Sk, &X));
+            coll_compact(sendbuf + (k % 2) * S * P, P, Sk, X);
+            Sk = X;
+        }
+        xs[k % 2] = Sk;
         c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += len * sizeof(T) * static_cast<size_t>(P - 1);
         const int Si = static_cast<int>(Sk);
@@ -212,6 +276,7 @@ Status pipelined(CollCtx &c, const T *x, T *acc, size_t b, size_t seg, bool own_
         ScopedTimer t(c.stats->ns_decode);
         size_t lo, len, Sk;
         geom(k, &lo, &len, &Sk);
+        Sk = xs[k % 2]; /* the stride it was exchanged at */
         const uint8_t *snd = sendbuf + (k % 2) * S * P, *rcv = recvbuf + (k % 2) * S * P;
         *flags |= coll_accumulate(c, own_encoded, x + b * static_cast<size_t>(r) + lo, len, acc + lo, Sk,
                                   [&](int j) -> const uint8_t * { return (j == r ? snd : rcv) + Sk * j; });
@@ -277,27 +342,40 @@ Status coll_reduce_scatter(CollCtx &c, const T *in, T *out, const size_t *counts
     uint8_t *recv = c.ws->recv.get(std::max<size_t>(Sr * static_cast<size_t>(P), 64));
     T *acc = be_scratch<T>(c, 0, std::max<size_t>(len_r, 1));
     if (!send || !recv || !acc) return Status::no_memory;
+    std::vector<size_t> blen(static_cast<size_t>(P), 0); /* the entropy stage: each blob's length */
     {
         ScopedTimer t(c.stats->ns_encode);
         for (int j = 0; j < P; ++j) {
             if (!counts[j] || (j == r && !own_encoded)) continue;
             CodecParams p = c.params;
             p.stream = rng_stream(r, c.st->calls, 1, j);
-            const uint8_t f = coll_encode(c, p, x + off[j], counts[j], send + soff[j], ssz[j]);
+            size_t bl = kBlobHeaderBytes;
+            const uint8_t f = coll_encode(c, p, x + off[j], counts[j], send + soff[j], ssz[j], &bl);
             flags |= f;
             if (c.ef_new && !f) coll_ef_update(c, send + soff[j], ssz[j], x + off[j], counts[j], ef_new_t<T>(c) + off[j]);
+            if (!f) coll_entropy(c, *c.codec, p, send + soff[j], &bl);
+            blen[j] = std::min(bl, ssz[j]);
         }
         /* the own block added exact carries all of x: nothing owed (x - x = 0; a NaN/Inf there
          * makes the call fall back, and a residual is kept only after a success) */
         if (c.ef_new && counts[r] && !own_encoded)
             be_sub(c, ef_new_t<T>(c) + off[r], x + off[r], x + off[r], counts[r]);
     }
-    for (int j = 0; j < P; ++j)
-        if (j != r) {
-            c.stats->bytes_wire += ssz[j];
-            c.stats->bytes_uncompressed_wire += counts[j] * sizeof(T);
-        }
-    CMPI_CHECK(exchange(c, equal, send, soff, ssz, recv, Sr, large));
+    if (coll_entropy_on(c)) { /* blobs of their own lengths: the lengths first, then an alltoallv */
+        for (int j = 0; j < P; ++j)
+            if (j != r && counts[j]) {
+                c.stats->bytes_wire += blen[j] + sizeof(uint64_t);
+                c.stats->bytes_uncompressed_wire += counts[j] * sizeof(T);
+            }
+        CMPI_CHECK(exchange_lengths(c, blen, Sr, send, soff, recv, large, &flags));
+    } else {
+        for (int j = 0; j < P; ++j)
+            if (j != r) {
+                c.stats->bytes_wire += ssz[j];
+                c.stats->bytes_uncompressed_wire += counts[j] * sizeof(T);
+            }
+        CMPI_CHECK(exchange(c, equal, send, soff, ssz, recv, Sr, large));
+    }
     if (len_r) {
         ScopedTimer t(c.stats->ns_decode);
         flags |= coll_accumulate(c, own_encoded, x + off[r], len_r, acc, Sr, [&](int j) -> const uint8_t * {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* The entropy stage (issue 43 part 2, setting entropy): decoded values are bit-identical with
  * and without it. An unmodified program runs the same allreduce, bcast and allgather on two
- * duplicates of MPI_COMM_WORLD, one with the hint compmpi_entropy=off and one with
+ * duplicates of MPI_COMM_WORLD (and reduce-scatters, equal and unequal blocks), one with the
+ * hint compmpi_entropy=off and one with
  * compmpi_entropy=zstd (plain MPI ignores the hints), and checks:
  *   - every rank holds the same bits (each communicator), the bcast root's buffer is unwritten;
  *   - the two communicators' results are the same bits, call by call;
@@ -61,6 +62,22 @@ static void *run_one(MPI_Comm comm, int which, size_t n, int *exact) {
         MPI_Bcast(out, (int)n, t, root, comm);
         MT_CHECK(mt_bcast_ok(out, orig, n * es, root, comm), "bcast: root written or ranks differ");
         if (R != root) *exact = !memcmp(out, orig, n * es);
+    } else if (which == 3 || which == 4) { /* reduce_scatter_block; reduce_scatter, blocks n - j */
+        int *cnt = malloc((size_t)P * sizeof(int));
+        size_t tot = 0, off = 0;
+        for (int j = 0; j < P; ++j) cnt[j] = which == 3 ? (int)n : (int)(n - (size_t)j * 13), tot += (size_t)cnt[j];
+        for (int j = 0; j < R; ++j) off += (size_t)cnt[j];
+        void *rin = malloc(tot * es);
+        fill(rin, tot, R);
+        if (which == 3) MPI_Reduce_scatter_block(rin, out, (int)n, t, MPI_SUM, comm);
+        else MPI_Reduce_scatter(rin, out, cnt, t, MPI_SUM, comm);
+        for (size_t i = 0; i < (size_t)cnt[R] && *exact; ++i) {
+            double s = 0;
+            for (int r = 0; r < P; ++r) s += dbl ? val(r, off + i) : (double)(float)val(r, off + i);
+            *exact = get(out, i) == s;
+        }
+        memset((char *)out + (size_t)cnt[R] * es, 0, (n - (size_t)cnt[R]) * es); /* compared whole below */
+        free(rin), free(cnt);
     } else { /* allgather */
         fill(in, n, R);
         MPI_Allgather(in, (int)n, t, out, (int)n, t, comm);
@@ -101,12 +118,12 @@ int main(int argc, char **argv) {
     MPI_Comm off = MPI_COMM_NULL, on = MPI_COMM_NULL;
     if (only_on) MPI_Comm_dup(MPI_COMM_WORLD, &on);
     else off = with_entropy("off"), on = with_entropy(on_value);
-    static const char *names[3] = {"allreduce", "bcast", "allgather"};
+    static const char *names[5] = {"allreduce", "bcast", "allgather", "reduce_scatter_block", "reduce_scatter"};
     const size_t es = dbl ? 8 : 4;
     /* at least twice: the second call of each shape runs what the policy chose for it; more
      * (--reps) for the cost model's decisions (entropy=auto) */
     for (int rep = 0; rep < reps; ++rep)
-        for (int which = 0; which < 3; ++which) {
+        for (int which = 0; which < 5; ++which) {
             const size_t bytes = (which == 2 ? (size_t)P : 1) * N * es;
             int ex_on = 1, ex_off = 1;
             void *a = run_one(on, which, N, &ex_on);
