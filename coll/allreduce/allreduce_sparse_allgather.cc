@@ -69,9 +69,17 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
                   T *out, size_t n) {
     const int P = c.size;
     std::vector<BlobInfo> info(P);
+    /* blobs the entropy stage coded are undone first: decode_sum reads the codec's payloads */
+    std::vector<std::vector<uint8_t>> raw(static_cast<size_t>(P));
+    std::vector<const uint8_t *> blob(static_cast<size_t>(P));
+    std::vector<size_t> avail(static_cast<size_t>(P));
     bool same = true; /* every blob from the same codec with the same header parameters */
     for (int j = 0; j < P; ++j) {
-        if (blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags) return Status::corrupt;
+        blob[j] = all + displs[j], avail[j] = lens[j];
+        if (blob_entropy_coded(blob[j], avail[j]) &&
+            blob_entropy_decode(all + displs[j], lens[j], n, raw[j], &blob[j], &avail[j]) != Status::ok)
+            return Status::corrupt;
+        if (blob_peek(blob[j], avail[j], n, &info[j]) != Status::ok || info[j].flags) return Status::corrupt;
         same = same && info[j].codec == info[0].codec && info[j].bits == info[0].bits &&
                info[j].variant == info[0].variant && info[j].param == info[0].param;
     }
@@ -84,7 +92,7 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
     if (same && dc && codec_has_decode_sum(*dc, info[0].elem) && spectral) {
         std::vector<const uint8_t *> pay(P);
         std::vector<size_t> plen(P);
-        for (int j = 0; j < P; ++j) pay[j] = all + displs[j] + kBlobHeaderBytes, plen[j] = info[j].payload;
+        for (int j = 0; j < P; ++j) pay[j] = blob[j] + kBlobHeaderBytes, plen[j] = info[j].payload;
         CodecParams p;
         p.bits = info[0].bits;
         p.variant = info[0].variant;
@@ -104,7 +112,7 @@ Status decode_all(CollCtx &c, const uint8_t *all, const std::vector<size_t> &len
         CMPI_CHECK(codec_decode_sum(*dc, pay.data(), plen.data(), P, n, p, sum.data()));
         return coll_upload(c, sum.data(), n, out);
     }
-    for (int j = 0; j < P; ++j) CMPI_CHECK(be_decode(c, all + displs[j], lens[j], n, out, j > 0, c.params));
+    for (int j = 0; j < P; ++j) CMPI_CHECK(be_decode(c, blob[j], avail[j], n, out, j > 0, c.params));
     return Status::ok;
 }
 
@@ -206,7 +214,9 @@ Status path_allgather_pieces(CollCtx &c, const uint8_t *mine, size_t len, T *out
         if (s != Status::ok) return finish(s);
         std::vector<BlobInfo> info(P);
         for (int j = 0; j < P; ++j) {
-            if (blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags ||
+            /* a coded blob (the entropy stage) cannot be decoded as it arrives */
+            if (blob_entropy_coded(all + displs[j], lens[j]) ||
+                blob_peek(all + displs[j], lens[j], n, &info[j]) != Status::ok || info[j].flags ||
                 info[j].codec != CodecId::fft_topk || info[j].bits != info[0].bits || info[j].variant != info[0].variant ||
                 info[j].param != info[0].param)
                 return at_once(); /* decode_all's verdict on the whole blobs */
@@ -285,7 +295,7 @@ Status path_exact_twophase(CollCtx &c, const CodecOps &sp, const CodecParams &sp
             chunk_range(n, P, j, &lo, &l);
             size_t bl = 0;
             /* lossless: cannot fail on valid input; a failure flags ABANDON for all */
-            be_encode(c, sp, sp_p, s + lo, l, send + cap * j, cap, &bl);
+            if (be_encode(c, sp, sp_p, s + lo, l, send + cap * j, cap, &bl) == 0) coll_entropy(c, sp, sp_p, send + cap * j, &bl);
             slen[j] = bl;
         }
     }
@@ -346,7 +356,7 @@ Status path_exact_twophase(CollCtx &c, const CodecOps &sp, const CodecParams &sp
     if (flags) coll_write_flag(c, sp_p, len_r, flags, mine2);
     else {
         ScopedTimer t(c.stats->ns_encode);
-        be_encode(c, sp, sp_p, acc, len_r, mine2, cap2, &len2);
+        if (be_encode(c, sp, sp_p, acc, len_r, mine2, cap2, &len2) == 0) coll_entropy(c, sp, sp_p, mine2, &len2);
     }
     std::vector<uint64_t> l2(P);
     uint64_t my2 = len2;
@@ -428,6 +438,8 @@ Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n) {
             flag = BLOB_ABANDON;
         }
     }
+    /* the entropy stage, after the density count (which decodes the plain blob) */
+    if (!flag) coll_entropy(c, *c.codec, c.params, mine, &len);
     std::vector<Exchange> ex(P);
     Exchange me{len, nnz, flag};
     {

@@ -62,11 +62,11 @@ struct ShadowOut {
 
 namespace {
 /* entropy=auto: may the stage run on this call's plan? Collectives whose exchanges carry actual
- * lengths (allreduce on a dense codec, bcast, allgather, reduce-scatter), a codec the stage applies to, host
+ * lengths (allreduce, bcast, allgather, reduce-scatter), a codec the stage applies to, host
  * buffers. From the agreed settings, the plan and the call's kind: alike on every rank. */
 bool entropy_auto_applies(const CollArgs &a, const CommState &st, const Plan &plan, const Backend &be) {
     if (st.settings.entropy != enum_value(SettingId::entropy, "auto") || &be != &backend_cpu()) return false;
-    if (!entropy_applies(*plan.codec) || codec_variable_payload(*plan.codec, plan.params)) return false;
+    if (!entropy_applies(*plan.codec)) return false;
     if (plan.codec->id == CodecId::none) return false;
     return a.kind == Coll::allreduce || a.kind == Coll::bcast || a.kind == Coll::allgather ||
            coll_is_reduce_scatter(a.kind);
