@@ -10,7 +10,7 @@
  * Quantisation (both variants). The bin width is D = 2 eb (15/16), a double computed exactly
  * (the 1/16 of eb left over absorbs the rounding of the arithmetic below). For each value x:
  *     t = fl64(x / D);  k = nearest integer to t (ties to even);  d = dequant(k) = fl_T(fl64(k * D))
- * and x is kept as the code k only if |t| <= 2^52 and the encoder's own check
+ * and x is kept as the code k only if |t| <= 2^51 and the encoder's own check
  * fl64(|d - x|) <= fl64(eb (1 - 2^-50)) passes; otherwise x is escaped: stored verbatim,
  * decoded exactly. The decoder computes the same d = dequant(k) (one multiply, one narrowing;
  * -ffp-contract=off), so every decoded value is within eb of its input by construction; the
@@ -23,7 +23,7 @@
  * escaped value does not move it (the next value is predicted from the last coded one).
  *
  * Codes: r = k - prediction (plain: prediction 0), stored as c = zigzag(r) + 1, and c = 0
- * for an escape (|r| <= 2^53, so c < 2^55: at most 7 bytes).
+ * for an escape (|k| <= 2^51, |r| <= 2^52, so c <= 2^53 + 1: at most 7 bytes).
  *
  * Payload, for n elements of E = 4 or 8 bytes in blocks of kBlock elements (the last shorter):
  *   u32 len[nblocks]            bytes of each block's record
@@ -35,7 +35,7 @@
  *     kVerbatim: w = 0, nesc = 0, the block's m values                 len = 8 + m E
  * The encoder writes the smallest; no record is longer than kVerbatim's, so
  * max_payload(n) = 12 nblocks + n E is a true upper bound. A decoder checks every length, w,
- * mode, nesc, every code (|k| <= 2^52, the number of escape codes == nesc) and that escaped
+ * mode, nesc, every code (|k| <= 2^51, the number of escape codes == nesc) and that escaped
  * and verbatim values are finite before it writes out: otherwise Status::corrupt. NaN/Inf in
  * the input: Status::nonfinite (the exact path takes the call). */
 #pragma once

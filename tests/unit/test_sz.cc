@@ -314,7 +314,7 @@ void given_forged_records_when_decoding_expect_corrupt(void **) {
     std::vector<uint8_t> vb(16, 0);
     std::memcpy(vb.data() + 8, &inf, 4);
     assert_int_equal(dec(rec(0, sz::kVerbatim, 0, vb)), Status::corrupt);
-    /* Lorenzo codes that walk past 2^52: 7-byte codes of 2^54 each */
+    /* Lorenzo codes that walk past 2^51: 7-byte codes of 2^54 each */
     std::vector<uint8_t> big(28, 0);
     for (int i = 0; i < 4; ++i) big[6 * 4 + i] = 0x40; /* byte plane 6: bit 54 of each code */
     assert_int_equal(dec(rec(7, sz::kRaw, 0, big)), Status::corrupt);

@@ -26,7 +26,8 @@ double code_bits(double A, double eb) {
 namespace {
 
 constexpr size_t kParallelMinBlocks = 2;
-constexpr double kMaxCode = 0x1p52;
+constexpr double kMaxCode = 0x1p51;
+constexpr double kRoundMagic = 0x1.8p52;
 
 template <class T> struct Tr;
 template <> struct Tr<float> {
@@ -107,7 +108,9 @@ template <class T> size_t encode_block(const T *x, size_t m, const CodecParams &
         bool ok = std::fabs(t) <= kMaxCode;
         int64_t k = 0;
         if (ok) {
-            k = static_cast<int64_t>(std::nearbyint(t));
+            /* the nearest integer, ties to even (IEEE default rounding; exact for |t| <= 2^51),
+             * without a libm call */
+            k = static_cast<int64_t>((t + kRoundMagic) - kRoundMagic);
             const T d = dequant<T>(k, D);
             ok = std::fabs(static_cast<double>(d) - static_cast<double>(x[i])) <= guard;
         }
@@ -235,8 +238,8 @@ template <class T> Status decode_block(const uint8_t *rec, size_t l, size_t m, c
             continue;
         }
         if (c > (uint64_t{1} << 55)) return Status::corrupt;
-        const int64_t kk = unzigzag(c - 1) + pred; /* |pred| <= 2^52, |r| <= 2^54: no overflow */
-        if (kk > (int64_t{1} << 52) || kk < -(int64_t{1} << 52)) return Status::corrupt;
+        const int64_t kk = unzigzag(c - 1) + pred; /* |pred| <= 2^51, |r| <= 2^54: no overflow */
+        if (kk > (int64_t{1} << 51) || kk < -(int64_t{1} << 51)) return Status::corrupt;
         if (lorenzo) pred = kk;
         isesc[i] = 0;
         k[i] = static_cast<uint64_t>(kk);
