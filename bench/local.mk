@@ -11,6 +11,11 @@ noinst_PROGRAMS += bench/lossless_bench
 bench_lossless_bench_SOURCES = bench/lossless_bench.cc
 bench_lossless_bench_LDADD = libcompmpi_core.la -lfpzip
 endif
+if HAVE_LZ4_BLOSC
+noinst_PROGRAMS += bench/entropy_bench
+bench_entropy_bench_SOURCES = bench/entropy_bench.cc
+bench_entropy_bench_LDADD = libcompmpi_core.la $(ZSTD_LIBS) -llz4 -lblosc
+endif
 bench_coll_bench_SOURCES = bench/coll_bench.c bench/bench_init.h
 bench_coll_bench_LDADD = -lm
 noinst_PROGRAMS += bench/overlap_bench

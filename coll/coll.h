@@ -26,6 +26,7 @@
 #include "base/settings.h"
 #include "base/stats.h"
 #include "codec.h"
+#include "entropy.h"
 
 namespace compmpi {
 
@@ -112,6 +113,12 @@ struct CollCtx {
      * that is not CUDA-aware): MPI calls on the data go through host copies
      * (coll_mpi_elems), host-only codec steps through coll_stage_down/up */
     bool stage_mpi = false;
+    /* the entropy stage (setting entropy; kernels/entropy.h). entropy.method != none: the
+     * exchanges carry the blobs' actual lengths (alike on every rank: from the agreed
+     * settings); entropy_encode: this rank codes the blobs it encodes (host backend) -- any
+     * rank decodes coded and plain blobs alike */
+    EntropyParams entropy;
+    bool entropy_encode = false;
 };
 
 /* ---- the element type: every algorithm runs on T = float (MPI_FLOAT data) or T = double
@@ -127,12 +134,22 @@ inline uint8_t be_encode(const CollCtx &c, const CodecOps &codec, const CodecPar
                          uint8_t *blob, size_t cap, size_t *len) {
     return c.be->encode64(c.be_ctx, codec, p, d, n, blob, cap, len);
 }
+/* A blob the entropy stage coded is undone on the host first (blob_entropy_decode into a
+ * per-thread buffer), so every backend's decoder sees the codec's own bytes. */
+inline std::vector<uint8_t> &coll_entropy_scratch() {
+    thread_local std::vector<uint8_t> v;
+    return v;
+}
 inline Status be_decode(const CollCtx &c, const uint8_t *blob, size_t avail, size_t n, float *d, bool acc,
                         const CodecParams &p) {
+    if (blob_entropy_coded(blob, avail))
+        CMPI_CHECK(blob_entropy_decode(blob, avail, n, coll_entropy_scratch(), &blob, &avail));
     return c.be->decode(c.be_ctx, blob, avail, n, d, acc, p);
 }
 inline Status be_decode(const CollCtx &c, const uint8_t *blob, size_t avail, size_t n, double *d, bool acc,
                         const CodecParams &p) {
+    if (blob_entropy_coded(blob, avail))
+        CMPI_CHECK(blob_entropy_decode(blob, avail, n, coll_entropy_scratch(), &blob, &avail));
     return c.be->decode64(c.be_ctx, blob, avail, n, d, acc, p);
 }
 template <class T> inline T *be_scratch(const CollCtx &c, int slot, size_t n) {
@@ -331,6 +348,21 @@ bool coll_own_encoded(const CodecOps &codec);
 template <class T>
 uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const T *own, size_t len, T *acc, size_t cap,
                         const std::function<const uint8_t *(int)> &blob);
+
+/* ---- the entropy stage in the exchanges (setting entropy; docs/codecs/entropy.md) ---- */
+/* Do this call's exchanges carry actual blob lengths (the stage is on)? The same on every rank. */
+inline bool coll_entropy_on(const CollCtx &c) { return c.entropy.method != kEntropyNone; }
+/* Code the blob just encoded at blob (*len bytes; codec, p: its codec and parameters) when this
+ * rank codes (c.entropy_encode) and the stage shortens it; *len becomes its length. */
+void coll_entropy(CollCtx &c, const CodecOps &codec, const CodecParams &p, uint8_t *blob, size_t *len);
+/* The length of the blob at blob (its header's payload + header; a header's bytes when it is
+ * not a valid header: the receiver's check refuses it). */
+size_t coll_blob_len(const uint8_t *blob, size_t cap);
+/* The exchange stride of this call's blobs when the stage is on: the longest of every rank's
+ * `mine` (a MAX-allreduce of one u64 on c.comm), rounded up to 64 bytes, at most cap. */
+Status coll_agree_stride(CollCtx &c, size_t mine, size_t cap, size_t *stride);
+/* cnt blobs at base + cap * j, moved to base + stride * j (stride <= cap), in order. */
+void coll_compact(uint8_t *base, int cnt, size_t cap, size_t stride);
 
 /* Turn the union of flags seen by every rank into the collective's Status. */
 Status coll_flag_status(uint8_t flags);

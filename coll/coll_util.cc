@@ -165,6 +165,38 @@ uint8_t coll_accumulate(CollCtx &c, bool own_encoded, const T *own, size_t len, 
     return flags;
 }
 
+void coll_entropy(CollCtx &c, const CodecOps &codec, const CodecParams &p, uint8_t *blob, size_t *len) {
+    if (!c.entropy_encode || !coll_entropy_on(c)) return;
+    ScopedTimer t(c.stats->ns_encode);
+    blob_entropy_encode(codec, p, blob, len, c.entropy);
+}
+
+size_t coll_blob_len(const uint8_t *blob, size_t cap) {
+    if (cap < kBlobHeaderBytes) return cap;
+    uint64_t payload = 0;
+    std::memcpy(&payload, blob + 24, sizeof payload);
+    return payload <= cap - kBlobHeaderBytes ? kBlobHeaderBytes + static_cast<size_t>(payload) : kBlobHeaderBytes;
+}
+
+Status coll_agree_stride(CollCtx &c, size_t mine, size_t cap, size_t *stride) {
+    uint64_t m = mine, all = 0;
+    {
+        ScopedTimer t(c.stats->ns_comm);
+        const int rc = COMPMPI_FAULT_MPI(allreduce, mpi_next::Allreduce(&m, &all, 1, MPI_UINT64_T, MPI_MAX, c.comm));
+        if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    }
+    c.stats->bytes_wire += sizeof(uint64_t) * static_cast<size_t>(c.size - 1);
+    const size_t s = (static_cast<size_t>(all) + 63) / 64 * 64;
+    *stride = std::min(std::max<size_t>(s, 64), cap); /* alike on every rank */
+    return Status::ok;
+}
+
+void coll_compact(uint8_t *base, int cnt, size_t cap, size_t stride) {
+    if (stride == cap) return;
+    for (int j = 1; j < cnt; ++j) /* stride < cap: each destination lies before its source */
+        std::memmove(base + stride * static_cast<size_t>(j), base + cap * static_cast<size_t>(j), stride);
+}
+
 Status coll_flag_status(uint8_t flags) {
     if (flags & BLOB_ABANDON) return Status::corrupt;
     if (flags & BLOB_NONFINITE) return Status::nonfinite;

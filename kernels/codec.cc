@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "codec.h"
+#include "entropy.h"
 #include "error_model.h"
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "base/log.h"
 
@@ -79,7 +81,7 @@ void blob_write_header(uint8_t *out, const BlobInfo &info) {
     out[7] = info.bits;
     out[8] = info.variant;
     out[9] = static_cast<uint8_t>(info.elem);
-    out[10] = out[11] = 0;
+    out[10] = out[11] = 0; /* the entropy stage (entropy.h) sets them on a finished blob */
     put32(out + 12, info.param);
     put64(out + 16, info.count);
     put64(out + 24, info.payload);
@@ -133,6 +135,14 @@ Status blob_decode_t(const uint8_t *blob, size_t avail, size_t expect_count, T *
                      int threads) {
     BlobInfo info;
     CMPI_CHECK(blob_peek(blob, avail, expect_count, &info));
+    if (blob_entropy_coded(blob, avail)) { /* the entropy stage first (entropy.h): the codec sees its own bytes */
+        thread_local std::vector<uint8_t> raw;
+        const uint8_t *r = nullptr;
+        size_t ra = 0;
+        CMPI_CHECK(blob_entropy_decode(blob, avail, expect_count, raw, &r, &ra));
+        blob = r, avail = ra;
+        CMPI_CHECK(blob_peek(blob, avail, expect_count, &info));
+    }
     if (info.elem != elem_of(out)) return Status::corrupt;
     if (info.flags & BLOB_ABANDON) return Status::corrupt;
     if (info.flags & BLOB_NONFINITE) return Status::nonfinite;
@@ -160,7 +170,11 @@ Status blob_encode(const CodecOps &c, const CodecParams &p, const double *in, si
 Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInfo *info) {
     if (avail < kBlobHeaderBytes) return Status::corrupt;
     if (get32(blob) != kBlobMagic || blob[4] != kBlobVersion) return Status::corrupt;
-    if (blob[9] > static_cast<uint8_t>(Elem::f64) || (blob[10] | blob[11])) return Status::corrupt;
+    if (blob[9] > static_cast<uint8_t>(Elem::f64)) return Status::corrupt;
+    /* the entropy stage (entropy.h): byte 10 the method, byte 11 the shuffle stride */
+    const bool staged = blob[10] != kEntropyNone;
+    if (staged ? blob[10] != kEntropyZstd || blob[11] < 1 || blob[11] > kEntropyStrideMax : blob[11] != 0)
+        return Status::corrupt;
     const CodecOps *c = codec_by_id(blob[5]);
     if (!c) return Status::corrupt;
     BlobInfo i;
@@ -176,7 +190,7 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
     if (i.count != expect_count || i.count > kBlobMaxCount) return Status::corrupt;
     if (i.payload > avail - kBlobHeaderBytes) return Status::corrupt;
     if (i.flags) {
-        if (i.payload != 0) return Status::corrupt;
+        if (i.payload != 0 || staged) return Status::corrupt;
     } else {
         if (!codec_has_elem(*c, i.elem)) return Status::corrupt;
         CodecParams p;
@@ -187,7 +201,9 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
         if (c->check(p) != Status::ok) return Status::corrupt;
         size_t maxp = c->max_payload(i.count, p);
         if (i.payload > maxp) return Status::corrupt;
-        if (!codec_variable_payload(*c, p) && i.payload != maxp) return Status::corrupt;
+        /* a coded payload is shorter than the raw one (blob_entropy_decode checks the frame's content) */
+        if (staged ? !entropy_applies(*c) || i.payload == 0 : !codec_variable_payload(*c, p) && i.payload != maxp)
+            return Status::corrupt;
     }
     *info = i;
     return Status::ok;

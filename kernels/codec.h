@@ -15,7 +15,8 @@
  *   8   1    variant    codec variant (bitpack rounding, q8 type, ...)
  *   9   1    elem       element type of the data: 0 fp32, 1 fp64 (Elem); a decoder for one type
  *                       refuses a blob of the other
- *   10  2    reserved   zero
+ *   10  1    stage      the entropy stage over the payload (kernels/entropy.h): 0 none, 1 zstd
+ *   11  1    stride     the stage's byte-plane shuffle width, 1..8 (0 without the stage)
  *   12  4    param      codec parameter (e.g. float bits of theta), 0 if none
  *   16  8    count      number of elements encoded
  *   24  8    payload    payload bytes that follow the header

@@ -18,7 +18,7 @@
 # plain mpicc/mpiexec) stay as the packages set them.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
-      mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libzfp-dev libzstd-dev libfpzip-dev libcmocka-dev
+      mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libzfp-dev libzstd-dev libfpzip-dev liblz4-dev libblosc-dev libcmocka-dev
       valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
       python3-mpi4py python3-torch python3-numpy
       libsimgrid-dev

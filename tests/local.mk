@@ -4,9 +4,12 @@ UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts tests/unit/test_entropy
 TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts tests/unit/test_entropy
+tests_unit_test_entropy_SOURCES = tests/unit/test_entropy.cc tests/unit/testutil.h
+tests_unit_test_entropy_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_entropy_LDADD = $(UNIT_LDADD)
 tests_unit_test_small_counts_SOURCES = tests/unit/test_small_counts.cc tests/unit/testutil.h
 tests_unit_test_small_counts_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_small_counts_LDADD = $(UNIT_LDADD)
@@ -96,6 +99,8 @@ MPITEST_PROGS += tests/mpi/t_small_counts
 tests_mpi_t_plain_lossy_types_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_thread_level
 tests_mpi_t_plain_thread_level_LDADD = -lm
+MPITEST_PROGS += tests/mpi/t_plain_entropy
+tests_mpi_t_plain_entropy_LDADD = -lm
 MPITEST_PROGS += tests/mpi/t_plain_cost_replay
 tests_mpi_t_plain_cost_replay_LDADD = -lm
 # MPI_T control variables (src/runtime/mpit.h): a plain MPI_T client (not under SimGrid SMPI,

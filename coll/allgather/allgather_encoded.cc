@@ -14,7 +14,8 @@
  * rank), and the caller restores the exact block afterwards (CollCtx::restore_*).
  *
  * A codec whose payload size depends on the data (codec_variable_payload: zfp's fixed
- * accuracy, whose worst case exceeds the raw floats) gathers the sizes first and uses the
+ * accuracy, whose worst case exceeds the raw floats), and any codec under the entropy stage
+ * (setting entropy, kernels/entropy.h), gathers the sizes first and uses the
  * largest blob, rounded up to 64 bytes, as the stride:
  *   |blob_j| ──PMPI_Allgather(8 B)──► all;  slot[j] ──PMPI_Allgather(in place, stride)──► all */
 #include <algorithm>
@@ -29,7 +30,8 @@ namespace compmpi {
 template <class T>
 Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n) {
     const int P = c.size;
-    const bool var = codec_variable_payload(*c.codec, c.params);
+    /* the entropy stage (setting entropy) makes every blob's length data-dependent */
+    const bool var = codec_variable_payload(*c.codec, c.params) || coll_entropy_on(c);
     size_t S = coll_blob_stride(*c.codec, n, c.params);
     /* variable size: encode aside, the slots come once the stride is known */
     uint8_t *slots = var ? c.ws->aux_blob.get(S) : c.ws->recv.get(S * P);
@@ -50,7 +52,8 @@ Status coll_allgather_encoded(CollCtx &c, const T *in, T *out, size_t n) {
         CodecParams p = c.params;
         p.stream = rng_stream(c.rank, c.st->calls, 1, c.rank);
         size_t len = kBlobHeaderBytes;
-        coll_encode(c, p, in, n, var ? slots : slots + S * c.rank, S, var ? &len : nullptr);
+        if (coll_encode(c, p, in, n, var ? slots : slots + S * c.rank, S, var ? &len : nullptr) == 0 && var)
+            coll_entropy(c, *c.codec, p, slots, &len);
         if (var) {
             std::vector<uint64_t> lens(static_cast<size_t>(P));
             const uint64_t mine = len;

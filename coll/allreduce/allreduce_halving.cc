@@ -202,24 +202,31 @@ Status coll_allreduce_halving(CollCtx &c, const T *in, T *out, size_t n) {
     uint8_t flags = 0;
     const uint64_t call = c.st->calls;
 
-    /* encode n floats at x with e into blob (stride cap); error feedback: ef_new[lo..) += x - D(blob) */
+    /* encode n floats at x with e into blob (stride cap); error feedback: ef_new[lo..) += x - D(blob).
+     * Returns the bytes to send: cap, or under the entropy stage the (coded) blob's own length --
+     * a point-to-point message may be shorter than the receive posted for it. The final blobs
+     * (phase 3) travel in the doubling's fixed slots: not coded. */
     auto encode = [&](const Enc &e, int phase, int chunk, const T *x, size_t len, uint8_t *blob, size_t cap,
-                      size_t ef_lo) {
+                      size_t ef_lo) -> size_t {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = e.p;
         p.stream = rng_stream(r, call, phase, chunk);
         uint8_t f;
+        size_t bl = kBlobHeaderBytes;
         if (flags) {
             blob_write_header(blob, BlobInfo{e.codec->id, flags, p.bits, p.variant, p.param, len, 0});
             f = flags;
         } else {
-            f = be_encode(c, *e.codec, p, x, len, blob, cap, nullptr);
+            f = be_encode(c, *e.codec, p, x, len, blob, cap, &bl);
         }
         if (c.ef_new && !f && !(e.codec->flags & CODEC_LOSSLESS)) {
             coll_ef_update(c, blob, cap, x, len, d);
             be_add(c, ef_new_t<T>(c) + ef_lo, d, len);
         }
         flags |= f;
+        if (!coll_entropy_on(c) || phase == 3) return cap;
+        if (!f) coll_entropy(c, *e.codec, p, blob, &bl);
+        return std::min(bl, cap);
     };
     auto decode = [&](const uint8_t *blob, size_t cap, size_t len, T *dst, bool accumulate) {
         ScopedTimer t(c.stats->ns_decode);
@@ -236,10 +243,10 @@ Status coll_allreduce_halving(CollCtx &c, const T *in, T *out, size_t n) {
 
     if (extra) {
         /* fold: the whole contribution, quantised once, to the partner; the result back */
-        encode(e1, 1, 0, src, n, sendb, pl.fold, 0);
-        c.stats->bytes_wire += pl.fold;
+        const size_t L = encode(e1, 1, 0, src, n, sendb, pl.fold, 0);
+        c.stats->bytes_wire += L;
         c.stats->bytes_uncompressed_wire += unc;
-        CMPI_CHECK(sendrecv(c, comm, sendb, pl.fold, r + 1, nullptr, 0, MPI_PROC_NULL));
+        CMPI_CHECK(sendrecv(c, comm, sendb, L, r + 1, nullptr, 0, MPI_PROC_NULL));
         CMPI_CHECK(sendrecv(c, comm, nullptr, 0, MPI_PROC_NULL, slots, pl.fin * Q, r + 1));
     } else {
         /* the own contribution as it enters the sum; a partner's folded one added */
@@ -265,8 +272,9 @@ Status coll_allreduce_halving(CollCtx &c, const T *in, T *out, size_t n) {
             chunks_range(n, Q, ka, kb, &klo, &klen);
             chunks_range(n, Q, sa, sb, &slo, &slen);
             const size_t S = pl.step[s];
+            size_t L = S; /* the bytes sent (encode) */
             if (s == 0 && single) {
-                encode(e1, 1, sa, src + slo, slen, sendb, S, slo);
+                L = encode(e1, 1, sa, src + slo, slen, sendb, S, slo);
                 if (own) { /* the kept half quantised too, its decoded copy enters the sum */
                     encode(e1, 1, ka, src + klo, klen, recvb, S, klo);
                     decode(recvb, S, klen, acc + klo, false);
@@ -275,11 +283,11 @@ Status coll_allreduce_halving(CollCtx &c, const T *in, T *out, size_t n) {
                 }
             } else {
                 const Enc e = sum_params(c, std::min(P, pl.m << s));
-                encode(e, 2, s * Q + sa, acc + slo, slen, sendb, S, slo);
+                L = encode(e, 2, s * Q + sa, acc + slo, slen, sendb, S, slo);
             }
-            c.stats->bytes_wire += S;
+            c.stats->bytes_wire += L;
             c.stats->bytes_uncompressed_wire += slen * sizeof(T);
-            CMPI_CHECK(sendrecv(c, comm, sendb, S, peer, recvb, S, peer));
+            CMPI_CHECK(sendrecv(c, comm, sendb, L, peer, recvb, S, peer));
             decode(recvb, S, klen, acc + klo, true);
             ca = ka;
             cb = kb;

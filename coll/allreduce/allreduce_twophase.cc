@@ -69,6 +69,9 @@ struct Segment {
     uint8_t *send = nullptr, *recv = nullptr; /* phase 1, stride S */
     uint8_t *slots = nullptr;                 /* phase 2, stride S2 */
     size_t S = 0, S2 = 0; /* this segment's strides: the last, shorter segment sends fewer bytes */
+    /* the strides the exchanges use: S, S2; under the entropy stage the longest blob of any
+     * rank (agreed), the blobs moved together first (coll_agree_stride, coll_compact) */
+    size_t X1 = 0, X2 = 0, max1 = 0;
     MPI_Request req = MPI_REQUEST_NULL;
     uint8_t flags = 0;
 };
@@ -150,15 +153,22 @@ Status allreduce_gather(CollCtx &c, const T *in, T *out, size_t n) {
     if (!src) return Status::no_memory;
     CMPI_CHECK(coll_shared_scale(c, src, n));
     if (const size_t seg = gather_segment(c, n)) return allreduce_gather_pipelined(c, in, src, out, n, seg);
-    const size_t S = coll_blob_stride(*c.codec, n, c.params);
-    uint8_t *all = c.ws->recv.get(S * static_cast<size_t>(P));
+    const size_t S0 = coll_blob_stride(*c.codec, n, c.params);
+    uint8_t *all = c.ws->recv.get(S0 * static_cast<size_t>(P));
     if (!all) return Status::no_memory;
+    size_t S = S0; /* the exchange stride: S0, or under the entropy stage the longest blob */
     {
         ScopedTimer t(c.stats->ns_encode);
         CodecParams p = c.params;
         p.stream = rng_stream(r, c.st->calls, 1, 0);
-        coll_encode(c, p, src, n, all + S * r, S);
-        if (c.ef_new) coll_ef_update(c, all + S * r, S, src, n, ef_new_t<T>(c));
+        size_t len = kBlobHeaderBytes;
+        const uint8_t f = coll_encode(c, p, src, n, all + S0 * r, S0, &len);
+        if (c.ef_new) coll_ef_update(c, all + S0 * r, S0, src, n, ef_new_t<T>(c));
+        if (!f) coll_entropy(c, *c.codec, p, all + S0 * r, &len);
+        if (coll_entropy_on(c)) {
+            CMPI_CHECK(coll_agree_stride(c, len, S0, &S));
+            if (S != S0) std::memmove(all + S * r, all + S0 * r, S);
+        }
     }
     c.stats->bytes_wire += S * static_cast<size_t>(P - 1);
     c.stats->bytes_uncompressed_wire += 2 * n * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
@@ -230,19 +240,30 @@ Status allreduce_gather_pipelined(CollCtx &c, const T *in, const T *src, T *out,
     auto stride_of = [&](size_t k) {
         return k + 1 < nseg ? S : std::min(S, coll_blob_stride(*c.codec, len_of(k), c.params));
     };
+    size_t xs[2] = {0, 0}; /* the exchange stride of each buffer set's segment */
     auto encode_and_start = [&](size_t k, MPI_Request *progress) -> Status {
-        const size_t Sk = stride_of(k);
+        size_t Sk = stride_of(k);
         uint8_t *mine = set_of(k) + Sk * static_cast<size_t>(r);
         {
             ScopedTimer t(c.stats->ns_encode);
             CodecParams q = p;
             q.stream = rng_stream(r, c.st->calls, 1, static_cast<int>(k));
+            size_t len = kBlobHeaderBytes;
+            uint8_t f = whole_flag;
             if (whole_flag) coll_write_flag(c, q, len_of(k), whole_flag, mine);
-            else coll_encode(c, q, src + lo_of(k), len_of(k), mine, Sk);
+            else f = coll_encode(c, q, src + lo_of(k), len_of(k), mine, Sk, &len);
             if (c.ef_new && !whole_flag)
                 coll_ef_update(c, mine, Sk, src + lo_of(k), len_of(k), ef_new_t<T>(c) + lo_of(k));
+            if (!f) coll_entropy(c, *c.codec, q, mine, &len);
             poke(progress);
+            if (coll_entropy_on(c)) { /* the longest blob of any rank is this segment's stride */
+                size_t X = Sk;
+                CMPI_CHECK(coll_agree_stride(c, len, Sk, &X));
+                if (X != Sk) std::memmove(set_of(k) + X * static_cast<size_t>(r), mine, X);
+                Sk = X;
+            }
         }
+        xs[k % 2] = Sk;
         c.stats->bytes_wire += Sk * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire +=
             2 * len_of(k) * sizeof(T) * static_cast<size_t>(P - 1) / static_cast<size_t>(P);
@@ -254,17 +275,26 @@ Status allreduce_gather_pipelined(CollCtx &c, const T *in, const T *src, T *out,
     int fell_back = 0;
     std::vector<const uint8_t *> pay(static_cast<size_t>(P));
     std::vector<size_t> plen(static_cast<size_t>(P));
+    std::vector<std::vector<uint8_t>> raw(static_cast<size_t>(P)); /* blobs the entropy stage coded, undone */
     CMPI_CHECK(encode_and_start(0, nullptr));
     for (size_t k = 0; k < nseg; ++k) {
         if (k + 1 < nseg) CMPI_CHECK(encode_and_start(k + 1, &req[k % 2]));
         CMPI_CHECK(wait(c, &req[k % 2]));
         const uint8_t *blobs = set_of(k);
-        const size_t Sk = stride_of(k);
+        const size_t Sk = xs[k % 2];
         uint8_t flags = 0;
         for (int j = 0; j < P; ++j) {
             BlobInfo info;
-            flags |= blob_peek(blobs + Sk * j, Sk, len_of(k), &info) == Status::ok ? info.flags : BLOB_ABANDON;
-            pay[j] = blobs + Sk * j + kBlobHeaderBytes, plen[j] = info.payload;
+            const uint8_t *b = blobs + Sk * j;
+            size_t avail = Sk;
+            /* decode_sum reads payloads: a blob the entropy stage coded is undone first */
+            Status ps = blob_peek(b, avail, len_of(k), &info);
+            if (ps == Status::ok && blob_entropy_coded(b, avail)) {
+                ps = blob_entropy_decode(b, avail, len_of(k), raw[j], &b, &avail);
+                if (ps == Status::ok) ps = blob_peek(b, avail, len_of(k), &info);
+            }
+            flags |= ps == Status::ok ? info.flags : BLOB_ABANDON;
+            pay[j] = b + kBlobHeaderBytes, plen[j] = info.payload;
         }
         if (flags) { /* every rank saw the same flags: the exact collective for this segment */
             ScopedTimer t(c.stats->ns_comm);
@@ -370,23 +400,31 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
 
     auto encode1 = [&](Segment &g, int k, MPI_Request *progress) {
         ScopedTimer t(c.stats->ns_encode);
+        g.X1 = g.S, g.X2 = g.S2, g.max1 = kBlobHeaderBytes;
         for (int j = 0; j < P; ++j) {
             if (j == r && !own_encoded) continue;
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
             CodecParams p = c.params;
             p.stream = rng_stream(r, c.st->calls, 1, j + P * k);
-            coll_encode(c, p, src + g.lo + lo, len, g.send + g.S * j, g.S);
+            size_t bl = kBlobHeaderBytes;
+            const uint8_t f = coll_encode(c, p, src + g.lo + lo, len, g.send + g.S * j, g.S, &bl);
             if (c.ef_new) coll_ef_update(c, g.send + g.S * j, g.S, src + g.lo + lo, len, ef_new_t<T>(c) + g.lo + lo);
+            if (!f) coll_entropy(c, *c.codec, p, g.send + g.S * j, &bl);
+            g.max1 = std::max(g.max1, bl);
             poke(progress);
         }
     };
     /* one segment: nothing to overlap, so the blocking collectives (MPICH's tuned algorithms) */
     const bool blocking = nseg == 1;
     auto start1 = [&](Segment &g) {
-        c.stats->bytes_wire += g.S * static_cast<size_t>(P - 1);
-        if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, g.S);
-        const int Si = static_cast<int>(g.S);
+        if (coll_entropy_on(c)) { /* the longest blob any rank sends is the stride */
+            CMPI_CHECK(coll_agree_stride(c, g.max1, g.S, &g.X1));
+            coll_compact(g.send, P, g.S, g.X1);
+        }
+        c.stats->bytes_wire += g.X1 * static_cast<size_t>(P - 1);
+        if (blocking) return mpi_alltoall_bytes(c, g.send, g.recv, g.X1);
+        const int Si = static_cast<int>(g.X1);
         return start(c, &g.req,
                      COMPMPI_FAULT_MPI(ialltoall, mpi_next::Ialltoall(g.send, Si, MPI_BYTE, g.recv, Si, MPI_BYTE, c.comm, &g.req)));
     };
@@ -397,16 +435,18 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
         uint8_t flags = 0;
         {
             ScopedTimer t(c.stats->ns_decode);
-            flags = coll_accumulate(c, own_encoded, src + g.lo + lo_r, len_r, acc, g.S,
-                                    [&](int j) -> const uint8_t * { return j == r ? g.send + g.S * r : g.recv + g.S * j; });
+            flags = coll_accumulate(c, own_encoded, src + g.lo + lo_r, len_r, acc, g.X1,
+                                    [&](int j) -> const uint8_t * { return j == r ? g.send + g.X1 * r : g.recv + g.X1 * j; });
         }
         uint8_t *mine = g.slots + g.S2 * r;
+        size_t len2 = kBlobHeaderBytes;
+        uint8_t f2 = flags;
         {
             ScopedTimer t(c.stats->ns_encode);
             CodecParams p = p2;
             p.stream = rng_stream(r, c.st->calls, 2, r + P * k);
             if (flags) coll_write_flag(c, p, len_r, flags, mine);
-            else be_encode(c, *codec2, p, acc, len_r, mine, g.S2, nullptr);
+            else f2 = be_encode(c, *codec2, p, acc, len_r, mine, g.S2, &len2);
             /* the residual also owes what phase 2 failed to carry of the sum (terngrad on the
              * shared grid, q8's fp32 phase 2: nothing): all of the owner's residual when its
              * chunk entered exact, else added to its phase-1 residual */
@@ -418,13 +458,19 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
                     be_add(c, ef_new_t<T>(c) + g.lo + lo_r, d2, len_r);
                 }
             }
+            /* the partial sums get the entropy stage too (issue 43: every re-encode) */
+            if (!f2) coll_entropy(c, *codec2, p, mine, &len2);
         }
-        c.stats->bytes_wire += g.S2 * static_cast<size_t>(P - 1);
+        if (coll_entropy_on(c)) {
+            CMPI_CHECK(coll_agree_stride(c, len2, g.S2, &g.X2));
+            if (g.X2 != g.S2) std::memmove(g.slots + g.X2 * r, mine, g.X2);
+        }
+        c.stats->bytes_wire += g.X2 * static_cast<size_t>(P - 1);
         c.stats->bytes_uncompressed_wire += 2 * (g.n - len_r) * sizeof(T);
-        if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, g.S2);
+        if (blocking) return mpi_allgather_inplace_bytes(c, g.slots, g.X2);
         return start(c, &g.req,
                      COMPMPI_FAULT_MPI(iallgather, mpi_next::Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g.slots,
-                                                                   static_cast<int>(g.S2), MPI_BYTE, c.comm, &g.req)));
+                                                                   static_cast<int>(g.X2), MPI_BYTE, c.comm, &g.req)));
     };
     /* after phase 2 arrived: every rank sees the same slots; decode or fall back */
     auto finish = [&](Segment &g) -> Status {
@@ -433,7 +479,7 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
             BlobInfo info;
-            flags |= blob_peek(g.slots + g.S2 * j, g.S2, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
+            flags |= blob_peek(g.slots + g.X2 * j, g.X2, len, &info) == Status::ok ? info.flags : BLOB_ABANDON;
         }
         g.flags = flags;
         if (flags) {
@@ -453,7 +499,7 @@ Status coll_allreduce_twophase(CollCtx &c, const T *in, T *out, size_t n) {
         for (int j = 0; j < P; ++j) {
             size_t lo, len;
             chunk_range(g.n, P, j, &lo, &len);
-            CMPI_CHECK(be_decode(c, g.slots + g.S2 * j, g.S2, len, out + g.lo + lo, false, c.params));
+            CMPI_CHECK(be_decode(c, g.slots + g.X2 * j, g.X2, len, out + g.lo + lo, false, c.params));
         }
         return Status::ok;
     };

@@ -15,7 +15,8 @@
  * buf untouched; the caller then broadcasts the raw data.
  *
  * A codec whose payload size depends on the data (codec_variable_payload: zfp's fixed
- * accuracy, whose worst case exceeds the raw floats) broadcasts its actual size first:
+ * accuracy, whose worst case exceeds the raw floats), and any codec under the entropy stage
+ * (setting entropy: the root's blob is coded, kernels/entropy.h), broadcasts its actual size first:
  *   root: (L = |blob|, norm) ──PMPI_Bcast(16 B)──► all;  blob ──PMPI_Bcast(L B)──► all */
 #include <cmath>
 #include <cstring>
@@ -30,7 +31,8 @@ Status coll_bcast_encoded(CollCtx &c, T *buf, size_t n, int root, double *root_n
     const size_t F = S + (root_norm ? sizeof(double) : 0);
     uint8_t *blob = c.ws->send.get(F);
     if (!blob) return Status::no_memory;
-    const bool var = codec_variable_payload(*c.codec, c.params);
+    /* the entropy stage (setting entropy) makes every blob's length data-dependent */
+    const bool var = codec_variable_payload(*c.codec, c.params) || coll_entropy_on(c);
     size_t len = S;
     if (c.rank == root) {
         ScopedTimer t(c.stats->ns_encode);
@@ -40,7 +42,7 @@ Status coll_bcast_encoded(CollCtx &c, T *buf, size_t n, int root, double *root_n
         if ((c.codec->flags & CODEC_SHARED_SCALE) && be_prepare(c, p, buf, n, &stat) == Status::ok)
             p.shared_scale = stat;
         size_t blen = kBlobHeaderBytes;
-        coll_encode(c, p, buf, n, blob, S, &blen);
+        if (coll_encode(c, p, buf, n, blob, S, &blen) == 0) coll_entropy(c, *c.codec, p, blob, &blen);
         if (var) len = blen;
         if (root_norm) {
             const double norm = be_l2norm(c, buf, n);

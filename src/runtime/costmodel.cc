@@ -309,7 +309,7 @@ uint64_t cost_settings_hash(const Settings &s) {
      * way can be replayed under another) */
     const SettingId ids[] = {SettingId::cost_model, SettingId::cost_margin, SettingId::policy,
                              SettingId::codec,      SettingId::bits,        SettingId::min_bytes,
-                             SettingId::lossy_types, SettingId::collectives};
+                             SettingId::lossy_types, SettingId::collectives, SettingId::entropy};
     uint64_t h = 1469598103934665603ull;
     for (SettingId id : ids)
         h = fnv(h, std::string(kSettings[static_cast<int>(id)].name) + "=" + setting_format(id, s) + ";");
@@ -319,16 +319,18 @@ uint64_t cost_settings_hash(const Settings &s) {
 std::string cost_decision_line(const CostDecisionKey &k, bool compressed) {
     const char *codec = codec_id_name(k.codec & 0xff);
     char line[256];
-    std::snprintf(line, sizeof line, "coll=%s class=%d codec=%s elem=%s bits=%d comm_size=%d decision=%s",
+    /* the entropy stage's decisions (kCostStageKey) name it: entropy=zstd, else nothing */
+    std::snprintf(line, sizeof line, "coll=%s class=%d codec=%s%s elem=%s bits=%d comm_size=%d decision=%s",
                   coll_name(static_cast<Coll>(k.coll)), k.cls, codec ? codec : "?",
-                  elem_name(static_cast<Elem>(k.codec >> 8)), k.bits, k.comm_size, compressed ? "compressed" : "exact");
+                  (k.codec & kCostStageKey) ? " entropy=zstd" : "", elem_name(static_cast<Elem>((k.codec >> 8) & 0xf)),
+                  k.bits, k.comm_size, compressed ? "compressed" : "exact");
     return line;
 }
 
 bool cost_decision_parse(const char *line, CostDecisionKey *k, bool *compressed) {
     std::istringstream in(line);
     std::string tok;
-    int have = 0, elem = -1, codec = -1;
+    int have = 0, elem = -1, codec = -1, stage = 0;
     while (in >> tok) {
         const size_t eq = tok.find('=');
         if (eq == std::string::npos) return false;
@@ -352,6 +354,9 @@ bool cost_decision_parse(const char *line, CostDecisionKey *k, bool *compressed)
         } else if (key == "codec") {
             if ((codec = codec_id_by_name(v.c_str())) < 0) return false;
             have |= 4;
+        } else if (key == "entropy") {
+            if (v != "zstd" || stage) return false;
+            stage = kCostStageKey;
         } else if (key == "elem") {
             elem = v == "fp32" ? 0 : v == "fp64" ? 1 : -1;
             if (elem < 0) return false;
@@ -370,7 +375,7 @@ bool cost_decision_parse(const char *line, CostDecisionKey *k, bool *compressed)
         }
     }
     if (have != 127) return false;
-    k->codec = codec | (elem << 8);
+    k->codec = codec | (elem << 8) | stage;
     return true;
 }
 

@@ -146,6 +146,9 @@ bool cost_blocking_exact(CommState &st, const CollArgs &a);
 /* The codec part of an entry's key: the codec id and the element type (an fp64 plan is
  * another plan: its own samples). */
 inline int cost_codec_key(CodecId codec, Elem e) { return static_cast<int>(codec) | (static_cast<int>(e) << 8); }
+/* The entropy stage's own decision for a codec key (entropy=auto, src/runtime/run.cc): its
+ * "exact" side is the compressed call without the stage, its "compressed" side with it. */
+inline constexpr int kCostStageKey = 1 << 12;
 
 /* Size class of a payload: floor(log2(bytes)). */
 int cost_size_class(size_t bytes);

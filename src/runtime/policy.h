@@ -19,6 +19,9 @@ struct Plan {
     const CodecOps *codec = nullptr;
     CodecParams params;
     AwpState *awp = nullptr; /* set when the awp policy tracks this call's key: observe it */
+    /* the entropy stage (setting entropy): -1 as the setting says (zstd: on; off, auto: off),
+     * 0 off, 1 on (entropy=auto: the cost model's decision, the same on every rank) */
+    int entropy = -1;
 };
 
 /* One call's plan, in stages: the settings' codec and parameters (static), then awp's width

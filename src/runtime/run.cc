@@ -60,6 +60,18 @@ struct ShadowOut {
 
 }  // namespace
 
+namespace {
+/* entropy=auto: may the stage run on this call's plan? Collectives whose exchanges carry actual
+ * lengths (allreduce on a dense codec, bcast, allgather), a codec the stage applies to, host
+ * buffers. From the agreed settings, the plan and the call's kind: alike on every rank. */
+bool entropy_auto_applies(const CollArgs &a, const CommState &st, const Plan &plan, const Backend &be) {
+    if (st.settings.entropy != enum_value(SettingId::entropy, "auto") || &be != &backend_cpu()) return false;
+    if (!entropy_applies(*plan.codec) || codec_variable_payload(*plan.codec, plan.params)) return false;
+    if (plan.codec->id == CodecId::none) return false;
+    return a.kind == Coll::allreduce || a.kind == Coll::bcast || a.kind == Coll::allgather;
+}
+}  // namespace
+
 /* Plan the call, let the cost model choose between the plan and the exact collective, run
  * it. Every input of the choice is shared by all ranks (the plan from agreed settings and
  * shared state, the model's agreed times), so all ranks take the same path. */
@@ -82,6 +94,26 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     bool final = false;
     const CostDecision d = cost_decide(st, a.kind, bytes, codec, bits, st.settings.cost_margin, &predicted, &final);
     cost_trace() = CostTrace{true, d, final};
+    /* entropy=auto, a class decided compressed: the stage is a second decision of the model,
+     * compressed with it (its "compressed" side) against compressed without it (its "exact"
+     * side), by the same paired rule. Both sides give the same bits (the stage is lossless),
+     * so its explored calls are the application's own compressed calls: no shadow output. */
+    if (d == CostDecision::compress && entropy_auto_applies(a, st, plan, be)) {
+        const int skey = codec | kCostStageKey;
+        double spred = 0;
+        bool sfinal = false;
+        const CostDecision ds = cost_decide(st, a.kind, bytes, skey, bits, st.settings.cost_margin, &spred, &sfinal);
+        plan.entropy = ds == CostDecision::compress || ds == CostDecision::explore_comp ? 1 : 0;
+        if (cost_explores(ds)) {
+            const int rcb = mpi_next::Barrier(a.comm);
+            if (rcb != MPI_SUCCESS) return raise_error(a.comm, rcb);
+            const auto ts = CallClock::now();
+            int rc = run_plan(a, st, be, be_ctx, m, key, ws, plan);
+            const int rc2 = cost_record(st, a.comm, a.kind, bytes, skey, bits, ds, seconds_since(ts));
+            if (rc == MPI_SUCCESS && rc2 != MPI_SUCCESS) return raise_error(a.comm, rc2);
+            return rc;
+        }
+    }
     /* a decided call is timed only for the statistics (predicted against measured): on the
      * exact path of a 4 KiB call the two clock reads are a measurable part of the cost */
     const bool timed = cost_explores(d) || stats_enabled();
@@ -186,6 +218,12 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
     CollCtx c{a.comm, &st.coll, &st.settings, ws, st.rank, st.size, plan.codec, plan.params, &cs, &be, be_ctx};
     /* device data that MPI cannot read; or, test-only, host data (COMPMPI_FAULT=stage_mpi) */
     c.stage_mpi = (&be != &backend_cpu() && !mpi_cuda_aware()) || (COMPMPI_FAULT_ON() && fault_stage_mpi());
+    /* the entropy stage: the exchanges follow the agreed setting; only host ranks code blobs */
+    if (plan.entropy > 0 || (plan.entropy < 0 && st.settings.entropy == enum_value(SettingId::entropy, "zstd"))) {
+        c.entropy.method = kEntropyZstd;
+        c.entropy.level = static_cast<int>(st.settings.entropy_level);
+        c.entropy_encode = &be == &backend_cpu();
+    }
     if (COMPMPI_FAULT_ON()) fault_call_begin(coll_name(a.kind)); /* test-only (src/base/fault.h) */
 
     /* error feedback (src/runtime/ef.h); never while exploring: that result is discarded */

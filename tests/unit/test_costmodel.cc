@@ -265,6 +265,16 @@ void given_decision_lines_when_replayed_expect_no_exploring(void **) {
     bool comp = false;
     assert_true(cost_decision_parse(line.c_str(), &r, &comp));
     assert_true(comp && !(r < k) && !(k < r));
+    /* the entropy stage's own decision (entropy=auto) names it, and reads back with its key */
+    CostDecisionKey ks = k;
+    ks.codec |= kCostStageKey;
+    const std::string sl = cost_decision_line(ks, false);
+    assert_string_equal(sl.c_str(),
+                        "coll=allgather class=16 codec=bitpack entropy=zstd elem=fp32 bits=8 comm_size=1 decision=exact");
+    assert_true(cost_decision_parse(sl.c_str(), &r, &comp));
+    assert_true(!comp && !(r < ks) && !(ks < r));
+    assert_false(cost_decision_parse("coll=allgather class=16 codec=bitpack entropy=lz4 elem=fp32 bits=8 comm_size=1 "
+                                     "decision=exact", &r, &comp));
     assert_false(cost_decision_parse("coll=allgather class=16 codec=bitpack", &r, &comp));
     assert_false(cost_decision_parse("coll=nosuch class=16 codec=bitpack elem=fp32 bits=8 comm_size=1 decision=exact", &r, &comp));
     CostDecisionKey ex = k;
