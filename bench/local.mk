@@ -36,3 +36,6 @@ bench_wholeprog_bench_LDADD =
 noinst_PROGRAMS += bench/validate_exact
 bench_validate_exact_SOURCES = bench/validate_exact.c
 bench_validate_exact_LDADD = -lm
+noinst_PROGRAMS += bench/sz_bench
+bench_sz_bench_SOURCES = bench/sz_bench.cc
+bench_sz_bench_LDADD = libcompmpi_core.la

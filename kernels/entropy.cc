@@ -77,8 +77,8 @@ void byte_unshuffle(const uint8_t *src, size_t n, unsigned w, uint8_t *dst) {
 }
 
 bool entropy_applies(const CodecOps &c) {
-    /* these code their own payload: a second zstd pass finds nothing (docs/codecs/entropy.md) */
-    return c.id != CodecId::lossless && c.id != CodecId::zfp;
+    /* these code their own payload (sz: zstd inside): a second zstd pass finds nothing (docs/codecs/entropy.md) */
+    return c.id != CodecId::lossless && c.id != CodecId::zfp && c.id != CodecId::sz;
 }
 
 uint8_t entropy_stride(const CodecOps &c, const CodecParams &p) {

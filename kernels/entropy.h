@@ -19,7 +19,7 @@
  * at most max_payload for a variable one), else Status::corrupt. Decoded values are the
  * codec's own: the stage is lossless, so results are bit-identical with and without it.
  * A blob whose payload does not shrink, a flagged blob (NaN/Inf, abandon) and a blob of a
- * codec that codes its own payload (lossless, zfp) are sent as they are. */
+ * codec that codes its own payload (lossless, zfp, sz) are sent as they are. */
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -19,9 +19,14 @@
  * 2 B c, and c is the same for every e, so slope = 2 rate_error_bound(0.75) holds for all B;
  * blocks below ZFP's tiny threshold are within max(B, tiny) of their input: floor = the
  * bound at B = 0+ (tiny). Fixed accuracy has no model here: its payload size is the data's,
- * so the error-bounded mode does not choose it (docs/error_bound.md). */
+ * so the error-bounded mode does not choose it (docs/error_bound.md).
+ * sz (absolute model only): every decoded value is within eb (the header param) of its input,
+ * for every finite value: the encoder keeps a code only after checking, with the decoder's
+ * own arithmetic, that its decoded value is within eb, and stores any other value verbatim
+ * (kernels/sz/sz.h, docs/codecs/sz.md): slope 0, floor eb, no upper limit on |y|. */
 #include "error_model.h"
 
+#include "sz/sz.h"
 #include "zfp/zfp.h"
 
 #include <cfloat>
@@ -62,6 +67,7 @@ double codec_abs_error(const CodecOps &c, const CodecParams &p, double B) {
         const double e = zfp::rate_error_bound(B, codec_bits_for(c, p.bits, p.elem), p.elem);
         return std::isfinite(e) ? e : -1;
     }
+    if (c.id == CodecId::sz && c.check(p) == Status::ok) return static_cast<double>(sz::eb_of(p.param));
     return -1;
 }
 
@@ -83,6 +89,13 @@ bool codec_abs_error_linear(const CodecOps &c, const CodecParams &p, double *slo
         *floor = d ? 0x1p-962 : 0x1p-98;
         *max_value = d ? 0x1p1021 : 0x1p125;  /* refused at 2^1022 / 2^126 */
         return std::isfinite(*slope) && std::isfinite(*floor);
+    }
+    if (c.id == CodecId::sz && c.check(p) == Status::ok) {
+        /* every finite value, by the encoder's own check (escapes are exact) */
+        *slope = 0;
+        *floor = static_cast<double>(sz::eb_of(p.param));
+        *max_value = p.elem == Elem::f64 ? DBL_MAX : FLT_MAX;
+        return true;
     }
     return false;
 }

@@ -9,7 +9,7 @@
  *     |decode(encode(y)) - y| <= rel * max(|y|, normal_min),
  * so for y = 0 or |y| >= normal_min the error is at most rel |y|. Derivation per codec in
  * error_model.cc; docs/error_bound.md.
- * Absolute model (zfp fixed rate, and every relative one): for values whose 4-value block has
+ * Absolute model (zfp fixed rate, sz, and every relative one): for values whose 4-value block has
  * max |y| <= B, |decode(encode(y)) - y| <= abs_error(B). */
 #pragma once
 #include <cstddef>

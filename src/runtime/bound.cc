@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "error_model.h"
+#include "sz/sz.h"
 #include "base/log.h"
 #include "runtime/policy.h"
 #include "runtime/state.h"
@@ -105,6 +106,43 @@ void add_widths(std::vector<Candidate> &v, const CodecOps *c, const BoundOptions
     }
 }
 
+/* sz (absolute mode only): the largest float eb whose composed bound holds for shape sh,
+ * where it exists. Its model is a constant eb per encode (slope 0), so
+ *     proven = g A + (1 + g) eb W,   g = (1 + eps)^K - 1,
+ * and eb = (X - g A) / ((1 + g) W), rounded down to a float and checked with proven() itself.
+ * Size estimate (docs/error_bound.md): the width of a fixed code for the values it encodes
+ * (code_bits: |y| <= P M in a reduction, M otherwise; twice that for Lorenzo's differences),
+ * which is what the payload takes before zstd, and in a reduction times P / 2: sz's allreduce
+ * is the allgather of every contribution ((P - 1) blobs received per rank) where the dense
+ * algorithms receive 2 (P - 1) / P. Not a candidate unless the user named it where values
+ * could escape (2 A beyond sz::no_escape_ratio eb: verbatim, larger than the estimate), for
+ * reduce-scatter (no variable payloads) or with an explicit width. */
+void add_sz(std::vector<Candidate> &v, const BoundOptions &o, const BoundShape &sh, int P, double M, double X) {
+    const CodecOps *c = codec_by_id(static_cast<int>(CodecId::sz));
+    const bool named = o.codec == static_cast<int>(CodecId::sz);
+    if (!c || (!named && (!o.variable_ok || o.bits))) return;
+    const double eps = unit_roundoff(o.elem);
+    const double g = std::expm1(sh.K * std::log1p(eps));
+    const double A = sh.reduce ? P * M : M;
+    const double room = (X - g * A) / ((1 + g) * std::max(sh.W, 1.0));
+    if (!(room > 0)) return;
+    float eb = room >= FLT_MAX ? FLT_MAX : static_cast<float>(room);
+    if (static_cast<double>(eb) > room) eb = std::nextafter(eb, 0.0f);
+    Candidate k{c, CodecParams{}, 0};
+    k.p.elem = o.elem;
+    k.p.variant = static_cast<uint8_t>(o.sz_variant == sz::kPlain ? sz::kPlain : sz::kLorenzo);
+    for (int tries = 0; tries < 8; ++tries, eb = std::nextafter(eb, 0.0f)) {
+        if (!(eb >= FLT_MIN)) return;
+        k.p.param = sz::eb_param(eb);
+        if (c->check(k.p) == Status::ok && proven(k, sh, P, false, M, o.elem) <= X) break;
+        if (tries == 7) return;
+    }
+    if (!named && 2 * A > sz::no_escape_ratio(o.elem) * static_cast<double>(eb)) return;
+    const double bits = sz::code_bits(k.p.variant == sz::kLorenzo ? 2 * A : A, eb);
+    k.bits_per_value = bits * (sh.reduce ? std::max(1.0, P / 2.0) : 1.0);
+    v.push_back(k);
+}
+
 }  // namespace
 
 BoundShape bound_shape(Coll kind, int P, int alg) {
@@ -129,12 +167,18 @@ BoundChoice bound_choose(const BoundOptions &o, const BoundShape &sh, int P, dou
     std::vector<Candidate> cand;
     if (o.codec >= 0) {
         const CodecOps *c = codec_by_id(o.codec);
-        add_widths(cand, c, o, c && c->id == CodecId::bitpack ? nearest : 0);
+        if (c && c->id == CodecId::sz) {
+            if (!rel) add_sz(cand, o, sh, P, M, X);
+        } else {
+            add_widths(cand, c, o, c && c->id == CodecId::bitpack ? nearest : 0);
+        }
     } else {
         add_widths(cand, codec_by_id(static_cast<int>(CodecId::bitpack)), o, nearest);
         if (o.elem == Elem::f64) add_widths(cand, codec_by_id(static_cast<int>(CodecId::fp32)), o, 0);
         /* zfp fixed rate: an absolute model only; every integer rate */
         if (!rel) add_widths(cand, codec_by_id(static_cast<int>(CodecId::zfp)), o, 0);
+        /* sz: last, so that a tie keeps the earlier choice; an estimate, see add_sz */
+        if (!rel) add_sz(cand, o, sh, P, M, X);
     }
     const Candidate *best = nullptr;
     double best_proven = HUGE_VAL, tightest = HUGE_VAL;
@@ -144,15 +188,15 @@ BoundChoice bound_choose(const BoundOptions &o, const BoundShape &sh, int P, dou
      * bitpack/fp32 choice */
     double fast_bits = HUGE_VAL;
     for (const Candidate &k : cand)
-        if (k.codec->id != CodecId::zfp && proven(k, sh, P, rel, M, o.elem) <= X)
+        if (k.codec->id != CodecId::zfp && k.codec->id != CodecId::sz && proven(k, sh, P, rel, M, o.elem) <= X)
             fast_bits = std::min(fast_bits, k.bits_per_value);
     for (const Candidate &k : cand) {
         const double b = proven(k, sh, P, rel, M, o.elem);
         tightest = std::min(tightest, b);
         if (!(b <= X)) continue;
         if (o.codec < 0 && k.codec->id == CodecId::zfp && !(2 * k.bits_per_value <= fast_bits)) continue;
-        /* fewest bits per value; on a tie the earlier candidate (bitpack, then fp32, then zfp:
-         * the faster codecs) */
+        /* fewest bits per value; on a tie the earlier candidate (bitpack, then fp32, then zfp,
+         * then sz: the faster codecs) */
         if (!best || k.bits_per_value < best->bits_per_value) best = &k, best_proven = b;
     }
     if (!best) {
@@ -203,6 +247,8 @@ int bound_apply(const CollArgs &a, CommState &st, Plan &plan, const void *in, si
     if (explicit_setting(st, SettingId::codec)) o.codec = static_cast<int>(s.codec);
     if (explicit_setting(st, SettingId::bits)) o.bits = static_cast<int>(s.bits);
     if (explicit_setting(st, SettingId::rounding)) o.variant = static_cast<int>(s.rounding);
+    o.sz_variant = s.sz_mode == enum_value(SettingId::sz_mode, "plain") ? sz::kPlain : sz::kLorenzo;
+    o.variable_ok = !coll_is_reduce_scatter(a.kind);
     const BoundShape sh = bound_shape(a.kind, st.size, static_cast<int>(s.allreduce_algorithm));
     BoundChoice ch = bound_choose(o, sh, st.size, M);
     if (!ch.ok) {

@@ -41,9 +41,11 @@ BoundShape bound_shape(Coll kind, int P, int alg);
 struct BoundOptions {
     double bound = 0;          /* the setting: > 0 abs, < 0 rel */
     Elem elem = Elem::f32;
-    int codec = -1;            /* an explicit codec id, or -1: bitpack, fp32 (doubles), zfp (abs) */
+    int codec = -1;            /* an explicit codec id, or -1: bitpack, fp32 (doubles), zfp and sz (abs) */
     int bits = 0;              /* an explicit width, or 0 */
     int variant = -1;          /* an explicit bitpack rounding, or -1 (nearest) */
+    int sz_variant = 1;        /* sz's predictor (setting sz_mode): kernels/sz/sz.h */
+    bool variable_ok = true;   /* the collective takes payloads of data-dependent size (not reduce-scatter) */
 };
 
 struct BoundChoice {

@@ -14,6 +14,7 @@
 #include "runtime/schedule.h"
 #include "terngrad/terngrad.h"
 #include "runtime/verdict.h"
+#include "sz/sz.h"
 #include "zfp/zfp.h"
 
 namespace compmpi {
@@ -85,6 +86,13 @@ Status codec_params_from_settings(const CodecOps &c, const Settings &s, CodecPar
                                                                                         : lossless::kShuffle;
             p->param = lossless::kBlockLog2;
             p->level = static_cast<int>(s.lossless_level);
+            break;
+        case CodecId::sz:
+            /* no width; the bound travels in param (float bits), the predictor in variant
+             * (kernels/sz/sz.h); error_bound replaces both per call (src/runtime/bound.cc) */
+            p->bits = 0;
+            p->variant = s.sz_mode == enum_value(SettingId::sz_mode, "plain") ? sz::kPlain : sz::kLorenzo;
+            p->param = sz::eb_param(static_cast<float>(s.sz_bound));
             break;
         case CodecId::zfp:
             /* fixed rate: bits is the rate; fixed accuracy: the tolerance travels in param

@@ -43,10 +43,11 @@ Status settings_validate(const Settings &s, std::string *err) {
         ErrorModel m;
         double sl, fl, mv;
         const bool has_rel = codec_error_model(*c, p, &m) || codec_error_model(*c, p64, &m);
-        if (c->id != CodecId::none && !has_rel && !codec_abs_error_linear(*c, p, &sl, &fl, &mv)) {
+        /* sz: its bound is the planner's choice per call (param), so no default params to ask */
+        if (c->id != CodecId::none && c->id != CodecId::sz && !has_rel && !codec_abs_error_linear(*c, p, &sl, &fl, &mv)) {
             if (err)
                 *err = std::string("setting 'error_bound' needs a codec whose error is bounded for every value "
-                                   "(bitpack, fp32, zfp or none); codec '") +
+                                   "(bitpack, fp32, zfp, sz or none); codec '") +
                        c->name + "' is stochastic or scales by the data and can exceed any bound";
             return Status::invalid_arg;
         }
@@ -135,6 +136,8 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     const bool adaptive = c->flags & CODEC_ADAPTIVE_BITS;
     if (error_bound_on(s.error_bound) && (id == SettingId::policy || name.rfind("awp_", 0) == 0))
         return no("error_bound sets the width of every call from the bound");
+    if (error_bound_on(s.error_bound) && id == SettingId::sz_bound)
+        return no("error_bound chooses sz's bound per call from its own");
     if (error_bound_on(s.error_bound) && id == SettingId::zfp_tolerance)
         return no("error_bound chooses zfp's fixed rate from the bound (fixed accuracy's size depends on the data)");
     if (id == SettingId::policy && s.policy == policy_kind::awp && !adaptive)
@@ -145,9 +148,10 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     }
     /* codec parameters: the settings named after a codec, and the shared ones */
     static const char *const kCodecPrefix[][2] = {
-        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}, {"zfp_", "zfp"}};
+        {"q8_", "q8"}, {"terngrad_", "terngrad"}, {"qsgd_", "qsgd"}, {"fft_", "fft_topk"}, {"zfp_", "zfp"}, {"sz_", "sz"}};
     for (const auto &pc : kCodecPrefix)
-        if (name.rfind(pc[0], 0) == 0 && cname != pc[1])
+        if (name.rfind(pc[0], 0) == 0 && cname != pc[1] &&
+            !(id == SettingId::sz_mode && error_bound_on(s.error_bound))) /* the planner may choose sz */
             return no("it applies to codec " + std::string(pc[1]) + " only, codec is " + cname);
     if (id == SettingId::rounding && c->id != CodecId::bitpack) return no("it applies to codec bitpack only, codec is " + cname);
     if (id == SettingId::theta && c->id != CodecId::topk && c->id != CodecId::fft_topk)
@@ -176,6 +180,9 @@ bool applicable(SettingId id, const Settings &s, std::string *why_not) {
     if ((id == SettingId::chunk_bytes || id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) &&
         zfp_acc)
         return no("zfp with zfp_tolerance > 0 (fixed accuracy, variable size) takes the allgather allreduce");
+    if ((id == SettingId::chunk_bytes || id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) &&
+        c->id == CodecId::sz)
+        return no("codec sz (variable size) takes the allgather allreduce");
     if (id == SettingId::chunk_bytes && (c->flags & CODEC_SPARSE) && c->id != CodecId::fft_topk)
         return no("only the dense and the fft_topk allreduce are pipelined; codec " + cname + " takes the sparse path");
     if ((id == SettingId::allreduce_algorithm || id == SettingId::link_alpha_beta) && (c->flags & CODEC_SPARSE))

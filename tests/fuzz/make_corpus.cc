@@ -148,6 +148,8 @@ int main(int argc, char **argv) {
         {"sparse", "theta", "0.5|0.85"},
         {"zfp", "zfp_tolerance", "0.01|0.5"},
         {"lossless", "lossless_mode", "shuffle|delta"},
+        {"sz", "sz_mode", "plain|lorenzo"},
+        {"sz", "sz_bound", "1e-6|0.5"},
     };
     int idx = 0, idx64 = 0; /* idx64: the fp64 blobs' own count, so the fp32 inputs stay as they were */
     for (int id = 0; id < 256; ++id) {

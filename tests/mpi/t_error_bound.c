@@ -5,7 +5,12 @@
  * sums of the ranks' data, which every rank regenerates). A result equal to MPI's own (codec
  * none on a twin communicator) may be a pass-through and is only checked for identical bits;
  * for bounds every codec can hold (loose ones) the call must have been compressed.
- *   argv[1] = "quick": fewer distributions (the larger rank counts). */
+ *   argv[1] = "quick": fewer distributions (the larger rank counts).
+ *   argv[1] or argv[2] = "sz": the same property for codec sz, named explicitly (abs bounds:
+ *   sz has no relative model; sz_mode plain and lorenzo alternate over the algorithms); and the
+ *   planner's own choice where sz moves the fewest bytes (bcast and allgather of data within 1
+ *   at abs:1e-4 floats / abs:1e-10 doubles: kernels/sz, docs/error_bound.md) is sz's: the same
+ *   bits as the explicit sz, within the bound, different from bitpack's. */
 #include <float.h>
 
 #include "compmpi.h"
@@ -123,12 +128,100 @@ static void run_case(Pair *p, int coll, int dbl, int dist, double bound, int mus
     free(in), free(out), free(ref), free(S), free(A);
 }
 
+/* sz: the planner chooses sz by itself where it moves the fewest bytes: the same bits as the
+ * explicit sz (every element within the bound: run_case), and not bitpack's */
+static void sz_chosen(Pair *p, int coll, int dbl) {
+    const int P = p->size;
+    const size_t n = 3000, es = dbl ? 8 : 4, rn = coll == 2 ? n * (size_t)P : n;
+    MPI_Comm ca, cs, cb;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ca);
+    MPI_Comm_dup(MPI_COMM_WORLD, &cs);
+    MPI_Comm_dup(MPI_COMM_WORLD, &cb);
+    MPI_Comm cm[3] = {ca, cs, cb};
+    for (int k = 0; k < 3; ++k) {
+        set(cm[k], "min_bytes", "0");
+        set(cm[k], "cost_model", "off");
+        set(cm[k], "error_bound", dbl ? "abs:1e-10" : "abs:1e-4");
+    }
+    set(cs, "codec", "sz");
+    set(cb, "codec", "bitpack");
+    char *in = malloc(n * es), *o[3];
+    for (size_t i = 0; i < n; ++i) {
+        const double v = gen(0, 77, p->rank, i);
+        if (dbl) ((double *)in)[i] = v;
+        else ((float *)in)[i] = (float)v;
+    }
+    const MPI_Datatype t = dbl ? MPI_DOUBLE : MPI_FLOAT;
+    for (int k = 0; k < 3; ++k) {
+        o[k] = malloc(rn * es);
+        if (coll == 2) MPI_Allgather(in, (int)n, t, o[k], (int)n, t, cm[k]);
+        else memcpy(o[k], in, n * es), MPI_Bcast(o[k], (int)n, t, 0, cm[k]);
+    }
+    /* the root keeps its input: compare on a receiver */
+    const int look = coll == 2 || p->rank != 0;
+    int same = !look || memcmp(o[0], o[1], rn * es) == 0, differs = look && memcmp(o[0], o[2], rn * es) != 0;
+    int all_same = 0, any_differs = 0;
+    MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&differs, &any_differs, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MT_CHECK(all_same && any_differs, "%s of %s at abs bound, P=%d: the planner's choice is not sz (same as sz: %d, "
+             "differs from bitpack: %d)", coll == 2 ? "allgather" : "bcast", dbl ? "doubles" : "floats", P, all_same,
+             any_differs);
+    for (int k = 0; k < 3; ++k) free(o[k]), MPI_Comm_free(&cm[k]);
+    free(in);
+}
+
+static int run_sz(Pair *p, int quick) {
+    const char *algs[] = {"lorenzo", "plain", "hierarchical_lorenzo", "hierarchical_plain"};
+    const double bounds[][2] = {/* floats, doubles: abs loose, abs tight */ {1e-1, 1e-1}, {1e-4, 1e-10}};
+    for (int dbl = 0; dbl < 2; ++dbl)
+        for (int coll = 2; coll < 4; ++coll) sz_chosen(p, coll, dbl);
+    for (int a = 0; a < 4; ++a) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &p->c);
+        MPI_Comm_dup(MPI_COMM_WORLD, &p->ref);
+        set(p->ref, "codec", "none");
+        set(p->c, "min_bytes", "0");
+        set(p->c, "cost_model", "off");
+        set(p->c, "codec", "sz");
+        set(p->c, "sz_mode", a % 2 ? "plain" : "lorenzo");
+        /* sz's allreduce is the allgather of the contributions (allreduce_algorithm has no
+         * effect); pairs of ranks as nodes: the hierarchical one, node sums encoded */
+        if (a >= 2) set(p->c, "node_size", "2");
+        else set(p->c, "hierarchy", "off");
+        for (int dbl = 0; dbl < 2; ++dbl)
+            for (int b = 0; b < 2; ++b) {
+                char v[64];
+                const double x = bounds[b][dbl];
+                snprintf(v, sizeof v, "abs:%g", x);
+                set(p->c, "error_bound", v);
+                for (int dist = 0; dist < NDIST; ++dist) {
+                    if (quick && dist % 2) continue;
+                    /* sz holds any bound above the summation's own error: every case but the wide
+                     * values' (up to 2^30: fp32 sums alone exceed 0.1) */
+                    const int must = b == 0 && dist != 2;
+                    for (int coll = 0; coll < 5; ++coll) {
+                        if (a != 3 && coll != 0 && coll != 4) continue;
+                        /* reduce-scatter takes no variable-size payload: MPI's own result */
+                        run_case(p, coll, dbl, dist, x, must && coll != 1, algs[a]);
+                    }
+                }
+            }
+        MPI_Comm_free(&p->c);
+        MPI_Comm_free(&p->ref);
+    }
+    return mt_finish();
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    int quick = 0, szmode = 0;
+    for (int i = 1; i < argc; ++i) {
+        quick |= strcmp(argv[i], "quick") == 0;
+        szmode |= strcmp(argv[i], "sz") == 0;
+    }
     Pair p;
     MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p.size);
+    if (szmode) return run_sz(&p, quick);
     {
         /* refused with a message, never silently overridden: a stochastic codec, error feedback,
          * a relative bound of 1 or more */

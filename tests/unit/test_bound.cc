@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "error_model.h"
+#include "sz/sz.h"
 #include "runtime/bound.h"  /* before testutil.h: cmocka's fail() macro meets <ios> */
 #include "testutil.h"
 
@@ -169,6 +170,67 @@ void given_zfp_when_bounds_are_absolute_expect_its_rate_model_and_the_halving_ru
     assert_false(bound_choose(o, sh, 4, 1.0).ok);
 }
 
+void given_sz_when_bounds_are_absolute_expect_it_where_its_code_width_is_smallest(void **) {
+    const BoundShape bc = bound_shape(Coll::bcast, 4, 0);
+    BoundOptions o;
+    o.bound = 1e-4;
+    /* floats within 1, one encode: bitpack needs 24 bits, sz's Lorenzo codes at most 15 */
+    BoundChoice c = bound_choose(o, bc, 4, 1.0);
+    assert_true(c.ok);
+    assert_int_equal(c.codec->id, CodecId::sz);
+    assert_int_equal(c.params.variant, sz::kLorenzo);
+    const float eb = sz::eb_of(c.params.param);
+    assert_true(eb <= 1e-4f && eb > 0.99e-4f && c.proven <= 1e-4);
+    /* plain codes when sz_mode says so */
+    o.sz_variant = sz::kPlain;
+    c = bound_choose(o, bc, 4, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::sz && c.params.variant == sz::kPlain);
+    o.sz_variant = sz::kLorenzo;
+    /* doubles at 1e-10: bitpack 48, sz 35 */
+    o.elem = Elem::f64;
+    o.bound = 1e-10;
+    c = bound_choose(o, bc, 4, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::sz && c.proven <= 1e-10);
+    o.elem = Elem::f32;
+    o.bound = 1e-4;
+    /* values whose codes could escape (2 M > 2^19 eb for floats): not chosen */
+    c = bound_choose(o, bc, 4, 100.0);
+    assert_true(c.ok);
+    assert_true(c.codec->id != CodecId::sz);
+    /* reduce-scatter takes no variable-size payload; an explicit width; a relative bound */
+    const BoundShape rs = bound_shape(Coll::reduce_scatter_block, 2, 0);
+    o.variable_ok = false;
+    c = bound_choose(o, rs, 2, 1.0);
+    assert_true(c.ok && c.codec->id != CodecId::sz);
+    o.variable_ok = true;
+    o.bits = 24;
+    c = bound_choose(o, bc, 4, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::bitpack);
+    o.bits = 0;
+    o.bound = -1e-3;
+    c = bound_choose(o, bc, 4, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::bitpack);
+    /* an allreduce over 4 ranks: sz's allgather moves P/2 = 2 times its codes, more than
+     * bitpack's 24 bits: bitpack, as before; at 2 ranks sz's 18 bits win */
+    const int tp = enum_value(SettingId::allreduce_algorithm, "auto");
+    o.bound = 1e-4;
+    c = bound_choose(o, bound_shape(Coll::allreduce, 4, tp), 4, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::bitpack);
+    c = bound_choose(o, bound_shape(Coll::allreduce, 2, tp), 2, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::sz && c.proven <= 1e-4);
+    /* the user's sz: taken wherever it holds, even where bitpack moves fewer bytes */
+    o.codec = static_cast<int>(CodecId::sz);
+    const BoundShape a8 = bound_shape(Coll::allreduce, 8, tp);
+    c = bound_choose(o, a8, 8, 1.0);
+    assert_true(c.ok && c.codec->id == CodecId::sz && c.proven <= 1e-4);
+    /* its proof: the summation's error plus W encodes of eb each */
+    const double g = std::expm1(a8.K * std::log1p(0x1p-24));
+    assert_true(g * 8 + (1 + g) * a8.W * sz::eb_of(c.params.param) <= 1e-4);
+    /* below the summation's own error: no sz either */
+    o.bound = 1e-9;
+    assert_false(bound_choose(o, a8, 8, 1.0).ok);
+}
+
 }  // namespace
 
 int main() {
@@ -177,6 +239,7 @@ int main() {
         cmocka_unit_test(given_relative_bounds_when_choosing_expect_the_narrowest_width_that_holds),
         cmocka_unit_test(given_absolute_bounds_when_choosing_expect_the_data_scale_to_decide),
         cmocka_unit_test(given_zfp_when_bounds_are_absolute_expect_its_rate_model_and_the_halving_rule),
+        cmocka_unit_test(given_sz_when_bounds_are_absolute_expect_it_where_its_code_width_is_smallest),
     };
     return cmocka_run_group_tests_name("bound", tests, nullptr, nullptr);
 }

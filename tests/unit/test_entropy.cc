@@ -3,7 +3,7 @@
  * floats and doubles, a coded blob decodes to exactly the bits of the plain blob (decode and
  * decode_add), is shorter on gradient data, and is refused (Status::corrupt, never a read past
  * the bytes given) when any byte of its frame or its stage header is damaged or the frame is
- * cut short; codecs that code their own payload (lossless, zfp) and flagged blobs are left
+ * cut short; codecs that code their own payload (lossless, zfp, sz) and flagged blobs are left
  * alone; the shuffle is its own inverse for every width and tail length. */
 #include "testutil.h"
 
@@ -178,7 +178,7 @@ void given_damaged_coded_blob_when_decoding_expect_corrupt(void **) {
 }
 
 void given_own_coding_or_flagged_blob_when_staging_expect_unchanged(void **) {
-    for (const char *name : {"lossless", "zfp"}) {
+    for (const char *name : {"lossless", "zfp", "sz"}) {
         const CodecOps &c = *codec_by_name(name);
         assert_false(entropy_applies(c));
     }
