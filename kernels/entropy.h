@@ -37,7 +37,7 @@ inline constexpr uint8_t kEntropyStrideMax = 8;
  * zstd's fast ones). */
 struct EntropyParams {
     uint8_t method = kEntropyNone;
-    int level = 1;
+    int level = -100; /* the setting entropy_level's default */
 };
 
 /* Does the stage apply to blobs of codec c (not to codecs that entropy-code their own payload)? */
