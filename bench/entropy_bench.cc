@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "best_of.h"
 #include "codec.h"
 #include "entropy.h"
 
@@ -37,18 +38,8 @@ using clk = std::chrono::steady_clock;
 
 namespace {
 
-int g_reps = 5;
-
-template <class F> double best_seconds(F &&f) {
-    f();
-    double best = 1e30;
-    for (int r = 0; r < g_reps; ++r) {
-        auto t0 = clk::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(clk::now() - t0).count());
-    }
-    return best;
-}
+using bestof::best_seconds;
+using bestof::g_reps;
 
 double plane_entropy_bytes(const uint8_t *p, size_t n, unsigned w) {
     const size_t m = n / w;

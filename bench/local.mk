@@ -8,12 +8,12 @@ bench_zfp_bench_SOURCES = bench/zfp_bench.cc
 bench_zfp_bench_LDADD = libcompmpi_core.la $(ZFP_LIBS)
 if HAVE_FPZIP
 noinst_PROGRAMS += bench/lossless_bench
-bench_lossless_bench_SOURCES = bench/lossless_bench.cc
+bench_lossless_bench_SOURCES = bench/lossless_bench.cc bench/best_of.h bench/smooth_field.h
 bench_lossless_bench_LDADD = libcompmpi_core.la -lfpzip
 endif
 if HAVE_LZ4_BLOSC
 noinst_PROGRAMS += bench/entropy_bench
-bench_entropy_bench_SOURCES = bench/entropy_bench.cc
+bench_entropy_bench_SOURCES = bench/entropy_bench.cc bench/best_of.h
 bench_entropy_bench_LDADD = libcompmpi_core.la $(ZSTD_LIBS) -llz4 -lblosc
 endif
 bench_coll_bench_SOURCES = bench/coll_bench.c bench/bench_init.h
@@ -37,5 +37,5 @@ noinst_PROGRAMS += bench/validate_exact
 bench_validate_exact_SOURCES = bench/validate_exact.c
 bench_validate_exact_LDADD = -lm
 noinst_PROGRAMS += bench/sz_bench
-bench_sz_bench_SOURCES = bench/sz_bench.cc
+bench_sz_bench_SOURCES = bench/sz_bench.cc bench/best_of.h bench/smooth_field.h
 bench_sz_bench_LDADD = libcompmpi_core.la

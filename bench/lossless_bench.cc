@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "best_of.h"
+#include "smooth_field.h"
 #include "codec.h"
 #include "kernels/lossless/lossless.h"
 
@@ -30,18 +32,8 @@ using clk = std::chrono::steady_clock;
 
 namespace {
 
-int g_reps = 5;
-
-template <class F> double best_seconds(F &&f) {
-    f();
-    double best = 1e30;
-    for (int r = 0; r < g_reps; ++r) {
-        auto t0 = clk::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(clk::now() - t0).count());
-    }
-    return best;
-}
+using bestof::best_seconds;
+using bestof::g_reps;
 
 struct Data {
     std::string name;
@@ -78,27 +70,7 @@ Data gradient_like(size_t n) {
     return d;
 }
 
-std::vector<double> gaussians(int g, double noise) {
-    std::vector<double> f(static_cast<size_t>(g) * g * g);
-    uint64_t s = 777;
-    auto rnd = [&] {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return (s >> 11) / 9007199254740992.0;
-    };
-    double cx[16], cy[16], cz[16], w[16], a[16];
-    for (int k = 0; k < 16; ++k) cx[k] = rnd(), cy[k] = rnd(), cz[k] = rnd(), w[k] = 0.05 + 0.2 * rnd(), a[k] = rnd() * 2 - 1;
-    for (int z = 0; z < g; ++z)
-        for (int y = 0; y < g; ++y)
-            for (int x = 0; x < g; ++x) {
-                double v = 0, px = (x + 0.5) / g, py = (y + 0.5) / g, pz = (z + 0.5) / g;
-                for (int k = 0; k < 16; ++k) {
-                    double r2 = (px - cx[k]) * (px - cx[k]) + (py - cy[k]) * (py - cy[k]) + (pz - cz[k]) * (pz - cz[k]);
-                    v += a[k] * std::exp(-r2 / (w[k] * w[k]));
-                }
-                f[(static_cast<size_t>(z) * g + y) * g + x] = v * (1 + noise * (2 * rnd() - 1));
-            }
-    return f;
-}
+using bestof::gaussians;
 
 template <class T> Data as_data(const char *name, Elem e, const std::vector<double> &f) {
     Data d{name, e, std::vector<uint8_t>(f.size() * sizeof(T))};

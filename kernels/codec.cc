@@ -147,11 +147,7 @@ Status blob_decode_t(const uint8_t *blob, size_t avail, size_t expect_count, T *
     if (info.flags & BLOB_ABANDON) return Status::corrupt;
     if (info.flags & BLOB_NONFINITE) return Status::nonfinite;
     const CodecOps *c = codec_by_id(static_cast<int>(info.codec));
-    CodecParams p;
-    p.bits = info.bits;
-    p.variant = info.variant;
-    p.param = info.param;
-    p.elem = info.elem;
+    CodecParams p = blob_params(info);
     p.simd = simd;
     p.threads = threads;
     return decode_elems(*c, p, blob + kBlobHeaderBytes, info.payload, info.count, out, accumulate);
@@ -193,11 +189,7 @@ Status blob_peek(const uint8_t *blob, size_t avail, size_t expect_count, BlobInf
         if (i.payload != 0 || staged) return Status::corrupt;
     } else {
         if (!codec_has_elem(*c, i.elem)) return Status::corrupt;
-        CodecParams p;
-        p.bits = i.bits;
-        p.variant = i.variant;
-        p.param = i.param;
-        p.elem = i.elem;
+        const CodecParams p = blob_params(i);
         if (c->check(p) != Status::ok) return Status::corrupt;
         size_t maxp = c->max_payload(i.count, p);
         if (i.payload > maxp) return Status::corrupt;

@@ -231,6 +231,16 @@ struct BlobInfo {
     Elem elem = Elem::f32;
 };
 
+/* The codec parameters a header carries (bits, variant, param, element type). */
+inline CodecParams blob_params(const BlobInfo &i) {
+    CodecParams p;
+    p.bits = i.bits;
+    p.variant = i.variant;
+    p.param = i.param;
+    p.elem = i.elem;
+    return p;
+}
+
 /* Header + worst-case payload. */
 size_t blob_max_bytes(const CodecOps &c, size_t n, const CodecParams &p);
 /* Encode n floats (doubles: p.elem must be Elem::f64) into a blob; *len = header + payload.

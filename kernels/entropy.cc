@@ -152,11 +152,7 @@ Status blob_entropy_decode(const uint8_t *blob, size_t avail, size_t expect_coun
         return Status::ok;
     }
     const CodecOps *c = codec_by_id(static_cast<int>(info.codec));
-    CodecParams p;
-    p.bits = info.bits;
-    p.variant = info.variant;
-    p.param = info.param;
-    p.elem = info.elem;
+    const CodecParams p = blob_params(info);
     const size_t maxp = c->max_payload(info.count, p);
     const uint8_t *frame = blob + kBlobHeaderBytes;
     const size_t fl = static_cast<size_t>(info.payload);

@@ -71,6 +71,38 @@ Status check(CollCtx &c, int rc) {
     return Status::mpi_error;
 }
 
+/* An alltoallv of bytes: sn[j] bytes at send + soff[j] to rank j, rn[j] bytes from rank j into
+ * recv + Sr * j; the MPI-4 large-count form where the counts or offsets exceed int. */
+Status alltoallv_bytes(CollCtx &c, const uint8_t *send, const std::vector<size_t> &sn, const std::vector<size_t> &soff,
+                       uint8_t *recv, const std::vector<size_t> &rn, size_t Sr, bool large) {
+    const int P = c.size;
+    if (!large) {
+        std::vector<int> sc(P), sd(P), rc(P), rd(P);
+        for (int j = 0; j < P; ++j) {
+            sc[j] = static_cast<int>(sn[j]);
+            sd[j] = static_cast<int>(soff[j]);
+            rc[j] = static_cast<int>(rn[j]);
+            rd[j] = static_cast<int>(Sr * static_cast<size_t>(j));
+        }
+        return check(c, mpi_next::Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                            c.comm));
+    }
+#ifdef HAVE_MPI_LARGE_COUNT
+    std::vector<MPI_Count> sc(P), rc(P);
+    std::vector<MPI_Aint> sd(P), rd(P);
+    for (int j = 0; j < P; ++j) {
+        sc[j] = static_cast<MPI_Count>(sn[j]);
+        sd[j] = static_cast<MPI_Aint>(soff[j]);
+        rc[j] = static_cast<MPI_Count>(rn[j]);
+        rd[j] = static_cast<MPI_Aint>(Sr * static_cast<size_t>(j));
+    }
+    return check(c, mpi_next::Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                          c.comm));
+#else
+    return Status::unsupported;
+#endif
+}
+
 /* Exchange blobs: to rank j, send[soff[j] .. + ssz[j]); from rank j, S_r bytes into
  * recv + j * S_r. ssz[r] is not sent (the own blob, if any, is read from send). */
 Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<size_t> &soff,
@@ -89,31 +121,9 @@ Status exchange(CollCtx &c, bool equal, const uint8_t *send, const std::vector<s
         return Status::unsupported;
 #endif
     }
-    if (!large) {
-        std::vector<int> sc(P), sd(P), rc(P), rd(P);
-        for (int j = 0; j < P; ++j) {
-            sc[j] = j == r ? 0 : static_cast<int>(ssz[j]);
-            sd[j] = static_cast<int>(soff[j]);
-            rc[j] = j == r ? 0 : static_cast<int>(Sr);
-            rd[j] = static_cast<int>(Sr * static_cast<size_t>(j));
-        }
-        return check(c, mpi_next::Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
-                                       c.comm));
-    }
-#ifdef HAVE_MPI_LARGE_COUNT
-    std::vector<MPI_Count> sc(P), rc(P);
-    std::vector<MPI_Aint> sd(P), rd(P);
-    for (int j = 0; j < P; ++j) {
-        sc[j] = j == r ? 0 : static_cast<MPI_Count>(ssz[j]);
-        sd[j] = static_cast<MPI_Aint>(soff[j]);
-        rc[j] = j == r ? 0 : static_cast<MPI_Count>(Sr);
-        rd[j] = static_cast<MPI_Aint>(Sr * static_cast<size_t>(j));
-    }
-    return check(c, mpi_next::Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
-                                     c.comm));
-#else
-    return Status::unsupported;
-#endif
+    std::vector<size_t> sn(static_cast<size_t>(P)), rn(static_cast<size_t>(P));
+    for (int j = 0; j < P; ++j) sn[j] = j == r ? 0 : ssz[j], rn[j] = j == r ? 0 : Sr;
+    return alltoallv_bytes(c, send, sn, soff, recv, rn, Sr, large);
 }
 
 /* The entropy stage's exchange: blob j (blen[j] bytes at send + soff[j], 0 for none) to rank
@@ -133,32 +143,9 @@ Status exchange_lengths(CollCtx &c, const std::vector<size_t> &blen, size_t Sr, 
      * truncation (an MPI error, never memory past the buffer) */
     for (int j = 0; j < P; ++j)
         if (rl[j] > Sr) *flags |= BLOB_ABANDON, rl[j] = Sr;
+    std::vector<size_t> sn(sl.begin(), sl.end()), rn(rl.begin(), rl.end());
     ScopedTimer t(c.stats->ns_comm);
-    if (!large) {
-        std::vector<int> sc(P), sd(P), rc(P), rd(P);
-        for (int j = 0; j < P; ++j) {
-            sc[j] = static_cast<int>(sl[j]);
-            sd[j] = static_cast<int>(soff[j]);
-            rc[j] = static_cast<int>(rl[j]);
-            rd[j] = static_cast<int>(Sr * static_cast<size_t>(j));
-        }
-        return check(c, mpi_next::Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
-                                            c.comm));
-    }
-#ifdef HAVE_MPI_LARGE_COUNT
-    std::vector<MPI_Count> sc(P), rc(P);
-    std::vector<MPI_Aint> sd(P), rd(P);
-    for (int j = 0; j < P; ++j) {
-        sc[j] = static_cast<MPI_Count>(sl[j]);
-        sd[j] = static_cast<MPI_Aint>(soff[j]);
-        rc[j] = static_cast<MPI_Count>(rl[j]);
-        rd[j] = static_cast<MPI_Aint>(Sr * static_cast<size_t>(j));
-    }
-    return check(c, mpi_next::Alltoallv_c(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
-                                          c.comm));
-#else
-    return Status::unsupported;
-#endif
+    return alltoallv_bytes(c, send, sn, soff, recv, rn, Sr, large);
 }
 
 /* This rank's flags and the sum of squares of its block, agreed by all (one allgather of
