@@ -8,6 +8,7 @@
 
 #ifndef COMPMPI_SMPI
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <atomic>
 #include <mutex>
@@ -20,6 +21,10 @@ namespace compmpi {
 
 #ifdef COMPMPI_SMPI
 /* SimGrid SMPI: PMPI_* directly (mpi_next.h); nothing to resolve, nothing to check. */
+namespace mpi_next::progress {
+std::atomic<int> live{0};
+void (*pump)() = nullptr;
+}  // namespace mpi_next::progress
 void mpi_next_resolve(bool) {}
 bool mpi_next_chained() { return false; }
 const char *mpi_next_preceded_by() { return ""; }
@@ -33,6 +38,72 @@ constinit Table g_table = {
 #include "base/mpi_next.def"
 #undef COMPMPI_MPI_NEXT
 };
+
+namespace progress {
+std::atomic<int> live{0};
+void (*pump)() = nullptr;
+
+namespace {
+/* Between two polls: a fiber yields to its resumer; the application's thread resumes the
+ * fibers (and, every 64 polls, lets another process have the core: ranks may share cores) */
+void between_polls(unsigned &polls) {
+    if (fiber::current()) {
+        fiber::yield();
+        return;
+    }
+    if (pump) pump();
+    if ((++polls & 63u) == 0) sched_yield();
+}
+}  // namespace
+
+int wait_all(int n, MPI_Request *r, MPI_Status *st) {
+    unsigned polls = 0;
+    for (;;) {
+        int flag = 0;
+        const int rc = g_table.Testall.load(std::memory_order_relaxed)(n, r, &flag, st);
+        if (rc != MPI_SUCCESS || flag) return rc;
+        between_polls(polls);
+    }
+}
+
+int wait_any(int n, MPI_Request *r, int *index, MPI_Status *st) {
+    unsigned polls = 0;
+    for (;;) {
+        int flag = 0;
+        const int rc = g_table.Testany.load(std::memory_order_relaxed)(n, r, index, &flag, st);
+        if (rc != MPI_SUCCESS || flag) return rc;
+        between_polls(polls);
+    }
+}
+
+int wait_some(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *st) {
+    unsigned polls = 0;
+    for (;;) {
+        const int rc = g_table.Testsome.load(std::memory_order_relaxed)(n, r, outcount, indices, st);
+        if (rc != MPI_SUCCESS || *outcount != 0) return rc; /* MPI_UNDEFINED: no active request */
+        between_polls(polls);
+    }
+}
+
+int sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dst, int stag, void *rbuf, int rcount,
+             MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *status) {
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int rc = g_table.Irecv.load(std::memory_order_relaxed)(rbuf, rcount, rtype, src, rtag, comm, &r[0]);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = g_table.Isend.load(std::memory_order_relaxed)(sbuf, scount, stype, dst, stag, comm, &r[1]);
+    if (rc != MPI_SUCCESS) {
+        /* the receive is still posted: MPI_Sendrecv's error leaves the call failed as a whole */
+        g_table.Cancel.load(std::memory_order_relaxed)(&r[0]);
+        g_table.Request_free.load(std::memory_order_relaxed)(&r[0]);
+        return rc;
+    }
+    MPI_Status sts[2];
+    rc = wait_all(2, r, sts);
+    if (rc == MPI_ERR_IN_STATUS) rc = sts[0].MPI_ERROR != MPI_SUCCESS ? sts[0].MPI_ERROR : sts[1].MPI_ERROR;
+    if (status != MPI_STATUS_IGNORE) *status = sts[0];
+    return rc;
+}
+}  // namespace progress
 }  // namespace mpi_next
 
 namespace {

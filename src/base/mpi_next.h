@@ -30,12 +30,20 @@
 #pragma once
 #include <mpi.h>
 
-#ifndef COMPMPI_SMPI
 #include <atomic>
+
+#ifndef COMPMPI_SMPI
+#include "base/fiber.h"
 #endif
 
 namespace compmpi {
 namespace mpi_next {
+
+/* Inline progress (below): the operations a pump can advance, and the pump. */
+namespace progress {
+extern std::atomic<int> live;  /* src/runtime/progress.cc counts them */
+extern void (*pump)();         /* resumes every fiber with work; set at MPI_Init (nb_init_done) */
+}  // namespace progress
 
 #ifndef COMPMPI_SMPI
 /* One slot per function of mpi_next.def. */
@@ -46,13 +54,99 @@ struct Table {
 };
 extern Table g_table;
 
+/* Inline progress (src/base/fiber.h, nb_progress=inline): while operations that only the
+ * application's thread can advance are pending (`live`), or on a fiber, a blocking call
+ * libcompmpi makes -- its exchanges, the pass-through of the user's blocking collectives,
+ * the user's MPI_Wait* -- is posted as its non-blocking form and waited for by polling:
+ * on a fiber, yielding between polls; else running `pump` (which resumes the fibers)
+ * between polls. Otherwise (always, without inline progress) the blocking call itself. */
+namespace progress {
+inline bool wanted() {
+    return fiber::current() != nullptr || live.load(std::memory_order_relaxed) != 0;
+}
+/* Wait for these requests by polling (MPI_Testall / Testany / Testsome), yielding or pumping
+ * between polls; the return codes and outputs of MPI_Waitall / Waitany / Waitsome. */
+int wait_all(int n, MPI_Request *r, MPI_Status *st);
+int wait_any(int n, MPI_Request *r, int *index, MPI_Status *st);
+int wait_some(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *st);
+int sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dst, int stag, void *rbuf, int rcount,
+             MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *status);
+}  // namespace progress
+
+/* The non-blocking form of a blocking slot (the same parameters plus MPI_Request *), where
+ * libcompmpi may wait for it with inline progress: kind 1. Kind 2: a hand-written wait. */
+template <auto Slot>
+struct IForm {
+    static constexpr int kind = 0;
+};
+#define COMPMPI_IFORM(b, i)                               \
+    template <>                                           \
+    struct IForm<&Table::b> {                             \
+        static constexpr int kind = 1;                    \
+        static constexpr auto slot = &Table::i;           \
+    };
+COMPMPI_IFORM(Allreduce, Iallreduce)
+COMPMPI_IFORM(Allgather, Iallgather)
+COMPMPI_IFORM(Bcast, Ibcast)
+COMPMPI_IFORM(Reduce, Ireduce)
+COMPMPI_IFORM(Reduce_scatter_block, Ireduce_scatter_block)
+COMPMPI_IFORM(Reduce_scatter, Ireduce_scatter)
+COMPMPI_IFORM(Alltoall, Ialltoall)
+COMPMPI_IFORM(Alltoallv, Ialltoallv)
+COMPMPI_IFORM(Barrier, Ibarrier)
+#ifdef HAVE_MPI_LARGE_COUNT
+COMPMPI_IFORM(Allreduce_c, Iallreduce_c)
+COMPMPI_IFORM(Allgather_c, Iallgather_c)
+COMPMPI_IFORM(Bcast_c, Ibcast_c)
+COMPMPI_IFORM(Reduce_scatter_block_c, Ireduce_scatter_block_c)
+COMPMPI_IFORM(Reduce_scatter_c, Ireduce_scatter_c)
+COMPMPI_IFORM(Alltoall_c, Ialltoall_c)
+COMPMPI_IFORM(Alltoallv_c, Ialltoallv_c)
+#endif
+#undef COMPMPI_IFORM
+#define COMPMPI_IWAIT(b)                                  \
+    template <>                                           \
+    struct IForm<&Table::b> {                             \
+        static constexpr int kind = 2;                    \
+    };
+COMPMPI_IWAIT(Wait)
+COMPMPI_IWAIT(Waitall)
+COMPMPI_IWAIT(Waitany)
+COMPMPI_IWAIT(Waitsome)
+COMPMPI_IWAIT(Sendrecv)
+#undef COMPMPI_IWAIT
+
 /* mpi_next::<name>: a function with PMPI_<name>'s exact parameters (so arguments convert as
- * in a direct call) that calls the slot. */
+ * in a direct call) that calls the slot -- or, for a blocking call under inline progress,
+ * its non-blocking form and a polling wait (above). */
 template <auto Slot, class F>
 struct Via;
 template <auto Slot, class R, class... P>
 struct Via<Slot, R (*)(P...)> {
-    static R call(P... p) { return (g_table.*Slot).load(std::memory_order_relaxed)(p...); }
+    static R call(P... p) {
+        if constexpr (IForm<Slot>::kind == 1) {
+            if (progress::wanted()) [[unlikely]] {
+                MPI_Request r = MPI_REQUEST_NULL;
+                const int rc = (g_table.*IForm<Slot>::slot).load(std::memory_order_relaxed)(p..., &r);
+                return rc != MPI_SUCCESS ? rc : progress::wait_all(1, &r, MPI_STATUSES_IGNORE);
+            }
+        } else if constexpr (IForm<Slot>::kind == 2) {
+            if (progress::wanted()) [[unlikely]] return wait_form(p...);
+        }
+        return (g_table.*Slot).load(std::memory_order_relaxed)(p...);
+    }
+
+  private:
+    static int wait_form(MPI_Request *r, MPI_Status *st) { return progress::wait_all(1, r, st); }
+    static int wait_form(int n, MPI_Request *r, MPI_Status *st) { return progress::wait_all(n, r, st); }
+    static int wait_form(int n, MPI_Request *r, int *index, MPI_Status *st) { return progress::wait_any(n, r, index, st); }
+    static int wait_form(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *st) {
+        return progress::wait_some(n, r, outcount, indices, st);
+    }
+    static int wait_form(const void *sbuf, int scount, MPI_Datatype stype, int dst, int stag, void *rbuf, int rcount,
+                         MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *status) {
+        return progress::sendrecv(sbuf, scount, stype, dst, stag, rbuf, rcount, rtype, src, rtag, comm, status);
+    }
 };
 #define COMPMPI_MPI_NEXT(name) \
     inline constexpr auto name = &Via<&Table::name, decltype(&::PMPI_##name)>::call;

@@ -44,6 +44,8 @@ CollStats &stats(Coll c) { return g_stats[t_entry >= 0 ? t_entry : static_cast<i
 CollStats &stats_counters(Coll c) { return g_stats[static_cast<int>(c)]; }
 
 void stats_set_entry(Coll e) { t_entry = e == Coll::count_ ? -1 : static_cast<int>(e); }
+int stats_entry_raw() { return t_entry; }
+void stats_entry_raw_set(int e) { t_entry = e; }
 
 namespace {
 std::mutex g_notes_mu;

@@ -58,6 +58,9 @@ void stats_enable(bool on);
 /* This thread's calls count as entry point `e` (a progress thread running a non-blocking
  * operation); Coll::count_ restores counting by the collective passed to stats(). */
 void stats_set_entry(Coll e);
+/* The raw per-thread entry (-1: none), saved and restored around a fiber's run. */
+int stats_entry_raw();
+void stats_entry_raw_set(int e);
 /* A line the statistics print as it is (rank 0's notes only), e.g. a one-time cost at
  * MPI_Init or a measurement an algorithm made once; stats_notes() reads them back. */
 void stats_note(const std::string &line);

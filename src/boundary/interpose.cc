@@ -222,6 +222,9 @@ COMPMPI_EXPORT int MPI_Startall(int count, MPI_Request *requests) {
 COMPMPI_EXPORT int MPI_Request_free(MPI_Request *request) {
     return request_free(request);
 }
+#endif
+/* MPI-3 and MPI-4: waits on our non-blocking calls sleep while the progress thread works;
+ * tests and waits advance inline progress (progress.h) */
 COMPMPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
     return request_test(request, flag, status);
 }
@@ -240,8 +243,6 @@ COMPMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request *requests, int *outcoun
 COMPMPI_EXPORT int MPI_Testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses) {
     return request_testsome(incount, requests, outcount, indices, statuses);
 }
-#endif
-/* MPI-3 and MPI-4: waits on our non-blocking calls sleep while the progress thread works (progress.h) */
 COMPMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     return request_wait(request, status);
 }

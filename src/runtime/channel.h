@@ -18,7 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/fiber.h"
 #include "runtime/args.h"
+#include "runtime/costmodel.h"
 #include "runtime/state.h"
 #include "runtime/verdict.h"
 
@@ -65,6 +67,17 @@ struct NbOp {
     std::chrono::steady_clock::time_point t_issue{};
     bool woke = false;              /* the thread was idle when this operation was queued */
     std::atomic<bool> done{false};  /* complete in MPI (set under the waiters' lock: nb_wait.cc) */
+    bool on_fiber = false;          /* inline progress: counted in mpi_next::progress::live until complete */
+};
+
+/* What a fiber's code keeps per thread and must find again when it is resumed: the resumer
+ * swaps it in and out (src/runtime/progress.cc, pump_one). */
+struct FiberTls {
+    int depth = 0;          /* ReentryGuard */
+    CostTrace trace{};      /* the cost model's trace of the operation under way */
+    double handoff = 0;     /* cost_handoff_s */
+    int entry = -1;         /* stats_set_entry */
+    bool progress = true;   /* nb_on_progress_thread */
 };
 
 /* The progress channel of one user communicator: its private duplicates and a FIFO served
@@ -101,6 +114,10 @@ struct NbChannel {
     double wake_s[16] = {};
     int n_wake = 0;
     std::thread th;
+    /* inline progress (nb_progress=inline): the fiber that runs the loop instead of `th`,
+     * resumed by the application's thread inside its MPI calls, and its per-thread state */
+    fiber::Fiber *fib = nullptr;
+    FiberTls fib_tls;
 };
 
 /* The channel of comm, created on the first compressed non-blocking call (MPI_Comm_idup;

@@ -68,6 +68,9 @@ void nb_wait_detail::sleep_on(int n, const MPI_Request *reqs) {
             if (it == g_w.pending.end()) continue; /* not ours, or already complete */
             op = it->second;
         }
+        /* inline progress: nothing else would complete it; MPI's wait (mpi_next's polling
+         * wait, pumping the fibers) does */
+        if (op->on_fiber) continue;
         /* a short spin first: a small operation completes sooner than a sleep and wake-up;
          * then MPI's wait finds the request complete (the thread marks it done only after
          * MPI_Grequest_complete: MPICH's MPI_Waitall must not find it incomplete) */

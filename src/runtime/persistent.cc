@@ -352,6 +352,7 @@ int request_wait(MPI_Request *r, MPI_Status *status) {
     return with_subst(1, r, [&](MPI_Request *q) { return nb_wait_quietly(1, q), mpi_next::Wait(q, status); });
 }
 int request_test(MPI_Request *r, int *flag, MPI_Status *status) {
+    nb_poke(); /* inline progress: the fibers advance in the application's tests */
     if (!nb_have_persistent()) return mpi_next::Test(r, flag, status);
     return with_subst(1, r, [&](MPI_Request *q) { return mpi_next::Test(q, flag, status); });
 }
@@ -360,6 +361,7 @@ int request_waitall(int n, MPI_Request *r, MPI_Status *statuses) {
     return with_subst(n, r, [&](MPI_Request *q) { return nb_wait_quietly(n, q), mpi_next::Waitall(n, q, statuses); });
 }
 int request_testall(int n, MPI_Request *r, int *flag, MPI_Status *statuses) {
+    nb_poke(); /* inline progress: the fibers advance in the application's tests */
     if (!nb_have_persistent()) return mpi_next::Testall(n, r, flag, statuses);
     return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testall(n, q, flag, statuses); });
 }
@@ -368,6 +370,7 @@ int request_waitany(int n, MPI_Request *r, int *index, MPI_Status *status) {
     return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Waitany(n, q, index, status); });
 }
 int request_testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *status) {
+    nb_poke(); /* inline progress: the fibers advance in the application's tests */
     if (!nb_have_persistent()) return mpi_next::Testany(n, r, index, flag, status);
     return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testany(n, q, index, flag, status); });
 }
@@ -376,15 +379,32 @@ int request_waitsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Sta
     return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Waitsome(n, q, outcount, indices, statuses); });
 }
 int request_testsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
+    nb_poke(); /* inline progress: the fibers advance in the application's tests */
     if (!nb_have_persistent()) return mpi_next::Testsome(n, r, outcount, indices, statuses);
     return with_subst(n, r, [&](MPI_Request *q) { return mpi_next::Testsome(n, q, outcount, indices, statuses); });
 }
 #else
 /* MPI-3 (Open MPI 4.1): no persistent collectives; a wait on our non-blocking calls still
- * sleeps while their progress thread works */
+ * sleeps while their progress thread works; tests advance inline progress */
 int request_wait(MPI_Request *r, MPI_Status *status) { return nb_wait_quietly(1, r), mpi_next::Wait(r, status); }
 int request_waitall(int n, MPI_Request *r, MPI_Status *statuses) {
     return nb_wait_quietly(n, r), mpi_next::Waitall(n, r, statuses);
+}
+int request_test(MPI_Request *r, int *flag, MPI_Status *status) { return nb_poke(), mpi_next::Test(r, flag, status); }
+int request_testall(int n, MPI_Request *r, int *flag, MPI_Status *statuses) {
+    return nb_poke(), mpi_next::Testall(n, r, flag, statuses);
+}
+int request_waitany(int n, MPI_Request *r, int *index, MPI_Status *status) {
+    return mpi_next::Waitany(n, r, index, status);
+}
+int request_testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *status) {
+    return nb_poke(), mpi_next::Testany(n, r, index, flag, status);
+}
+int request_waitsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
+    return mpi_next::Waitsome(n, r, outcount, indices, statuses);
+}
+int request_testsome(int n, MPI_Request *r, int *outcount, int *indices, MPI_Status *statuses) {
+    return nb_poke(), mpi_next::Testsome(n, r, outcount, indices, statuses);
 }
 #endif
 

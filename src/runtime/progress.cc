@@ -39,11 +39,21 @@ static_assert(static_cast<int>(Coll::ireduce_scatter_block) == coll_kind::ireduc
                   static_cast<int>(Coll::reduce_scatter_init) == coll_kind::reduce_scatter_init,
               "a Coll's value is its bit in the collectives setting");
 
+void nb_pump_others(NbChannel *self);
+
 namespace {
 
 int g_provided = MPI_THREAD_SINGLE;
+int g_required = MPI_THREAD_SINGLE;
 thread_local bool t_progress = false;
 bool g_progress = true;
+/* the setting as MPI_Init read it, and the mode that runs (nb_init_done; nb_threads_agree) */
+enum class Want { auto_, thread, inline_, off };
+Want g_want = Want::auto_;
+NbMode g_mode = NbMode::off;
+/* a channel's fiber: its stack (codec kernels keep their scratch on the heap; the
+ * sanitizers' builds need the room) */
+constexpr size_t kFiberStack = size_t{8} << 20;
 std::mutex g_mu; /* guards g_keyval and g_channels */
 int g_keyval = MPI_KEYVAL_INVALID;
 std::vector<NbChannel *> g_channels;
@@ -65,14 +75,76 @@ int free_fn(void *extra) {
  * operation completes normally and MPI_Test_cancelled says false). */
 int cancel_fn(void *, int) { return MPI_SUCCESS; }
 
+/* Waiting for work: a thread sleeps on the channel's condition (`timed`: at most 200 us, while
+ * operations issued on `direct` are polled); a fiber yields to the application's thread,
+ * without the lock (the application takes it to queue work). */
+void wait_for_work(NbChannel *ch, std::unique_lock<std::mutex> &lk, bool timed) {
+    if (ch->fib) {
+        lk.unlock();
+        fiber::yield();
+        lk.lock();
+    } else if (timed) {
+        ch->cv.wait_for(lk, std::chrono::microseconds(200));
+    } else {
+        ch->cv.wait(lk);
+    }
+}
+
+FiberTls tls_take() {
+    FiberTls t;
+    t.depth = runtime_detail::t_depth;
+    t.trace = cost_trace();
+    t.handoff = cost_handoff_s();
+    t.entry = stats_entry_raw();
+    t.progress = t_progress;
+    return t;
+}
+void tls_put(const FiberTls &t) {
+    runtime_detail::t_depth = t.depth;
+    cost_trace() = t.trace;
+    cost_handoff_s() = t.handoff;
+    stats_entry_raw_set(t.entry);
+    t_progress = t.progress;
+}
+
+/* Resume ch's fiber once, with its per-thread state swapped in; true once its loop returned. */
+bool pump_one(NbChannel *ch) {
+    if (fiber::finished(ch->fib)) return true;
+    const FiberTls app = tls_take();
+    tls_put(ch->fib_tls);
+    const bool done = fiber::resume(ch->fib);
+    ch->fib_tls = tls_take();
+    tls_put(app);
+    return done;
+}
+
+/* Whether ch's fiber has anything to do: an operation queued or running, operations on
+ * `direct` to poll, or a stop to honour. */
+bool fiber_has_work(NbChannel *ch) {
+    std::lock_guard<std::mutex> lk(ch->mu);
+    return !ch->idle || !ch->q.empty() || !ch->inflight.empty() || ch->stop;
+}
+
 void stop_channel(NbChannel *ch) {
     {
         std::lock_guard<std::mutex> lk(ch->mu);
         if (ch->joined) return;
         ch->stop = true;
     }
-    ch->cv.notify_all();
-    if (ch->th.joinable()) ch->th.join();
+    if (ch->fib) {
+        /* its queued operations run to completion here (the peers' fibers advance in their
+         * own calls into MPI: MPI_Comm_free and MPI_Finalize pump theirs too) */
+        unsigned polls = 0;
+        while (!pump_one(ch)) {
+            if ((++polls & 63u) == 0) std::this_thread::yield();
+            nb_pump_others(ch);
+        }
+        fiber::destroy(ch->fib);
+        ch->fib = nullptr;
+    } else {
+        ch->cv.notify_all();
+        if (ch->th.joinable()) ch->th.join();
+    }
     ch->joined = true;
     int finalized = 0;
     mpi_next::Finalized(&finalized);
@@ -104,6 +176,10 @@ void complete(NbOp &op, int rc) {
      * generalized request it reaches is complete (4.0.2, with a null request in the array) */
     mpi_next::Grequest_complete(op.greq);
     nb_wait_done(op);
+    if (op.on_fiber) {
+        op.on_fiber = false;
+        mpi_next::progress::live.fetch_sub(1, std::memory_order_relaxed);
+    }
 }
 
 /* The hand-off a compressed operation pays: the median of the recent wake-up latencies
@@ -227,9 +303,13 @@ void channel_loop(NbChannel *ch) {
     {
         ReentryGuard guard;
         /* `direct` is duplicated from `internal`, blocking, here: every rank's thread does it
-         * first on the private communicator, which nothing else uses yet */
+         * first on the private communicator, which nothing else uses yet (a fiber: MPI_Comm_idup,
+         * whose wait yields) */
+        MPI_Request dup = MPI_REQUEST_NULL;
         if ((ch->idup != MPI_REQUEST_NULL && mpi_next::Wait(&ch->idup, MPI_STATUS_IGNORE) != MPI_SUCCESS) ||
-            mpi_next::Comm_dup(ch->internal, &ch->direct) != MPI_SUCCESS)
+            (ch->fib ? mpi_next::Comm_idup(ch->internal, &ch->direct, &dup) != MPI_SUCCESS ||
+                           mpi_next::Wait(&dup, MPI_STATUS_IGNORE) != MPI_SUCCESS
+                     : mpi_next::Comm_dup(ch->internal, &ch->direct) != MPI_SUCCESS))
             ch->internal = MPI_COMM_NULL;
         if (ch->internal != MPI_COMM_NULL) mpi_next::Comm_set_errhandler(ch->internal, MPI_ERRORS_RETURN);
     }
@@ -246,12 +326,12 @@ void channel_loop(NbChannel *ch) {
                 if (ch->stop && ch->inflight.empty()) return; /* stop, and drained */
                 ch->idle = true;
                 if (ch->inflight.empty()) {
-                    ch->cv.wait(lk);
+                    wait_for_work(ch, lk, false);
                 } else {
                     lk.unlock();
                     const bool any = poll_inflight(ch);
                     lk.lock();
-                    if (!any && ch->q.empty()) ch->cv.wait_for(lk, std::chrono::microseconds(200));
+                    if (!any && ch->q.empty()) wait_for_work(ch, lk, true);
                 }
                 ch->idle = false;
             }
@@ -296,13 +376,20 @@ NbChannel *channel_get(MPI_Comm comm) {
      * one communicator's collectives come from one thread at a time, so no other thread
      * creates this channel meanwhile). */
     auto ch = std::make_unique<NbChannel>();
+    if (g_mode == NbMode::inline_) { /* before anything is issued: failing here leaves nothing behind */
+        ch->fib = fiber::create([](void *c) { channel_loop(static_cast<NbChannel *>(c)); }, ch.get(), kFiberStack);
+        if (!ch->fib) {
+            log_error("could not map a stack for the inline progress of a communicator");
+            return nullptr;
+        }
+    }
     const int rc = mpi_idup_any_thread() ? mpi_next::Comm_idup(comm, &ch->internal, &ch->idup)
                                          : mpi_next::Comm_dup(comm, &ch->internal);
     if (rc != MPI_SUCCESS) return nullptr;
     std::lock_guard<std::mutex> lk(g_mu);
     if (mpi_next::Comm_set_attr(comm, g_keyval, ch.get()) != MPI_SUCCESS) return nullptr;
     NbChannel *p = ch.release();
-    p->th = std::thread(channel_loop, p);
+    if (!p->fib) p->th = std::thread(channel_loop, p);
     g_channels.push_back(p);
     return p;
 }
@@ -355,13 +442,43 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
     nb_wait_register(op);
     op->t_issue = std::chrono::steady_clock::now();
     op->woke = ch->idle && ch->q.empty();
+    if (ch->fib) {
+        op->on_fiber = true;
+        mpi_next::progress::live.fetch_add(1, std::memory_order_relaxed);
+    }
     ch->q.push_back(op);
     lk.unlock();
-    ch->cv.notify_one();
+    if (ch->fib) {
+        /* the operation starts now (its first messages are posted), and continues inside the
+         * application's later calls into MPI */
+        if (!fiber::current()) pump_one(ch);
+    } else {
+        ch->cv.notify_one();
+    }
     return MPI_SUCCESS;
 }
 
-bool nb_threads_ok() { return g_progress && g_provided >= MPI_THREAD_MULTIPLE; }
+bool nb_threads_ok() { return g_progress && g_mode != NbMode::off; }
+
+NbMode nb_mode() { return g_progress ? g_mode : NbMode::off; }
+
+void nb_pump() {
+    if (fiber::current()) return; /* a fiber's waits yield instead */
+    /* inline progress runs at MPI_THREAD_SINGLE or FUNNELED: channels are created, freed and
+     * pumped by the one thread that calls MPI, never while a pump runs (a fiber's code never
+     * creates or frees a user's communicator) */
+    for (size_t i = 0; i < g_channels.size(); ++i) {
+        NbChannel *ch = g_channels[i];
+        if (ch->fib && fiber_has_work(ch)) pump_one(ch);
+    }
+}
+
+void nb_pump_others(NbChannel *self) {
+    for (size_t i = 0; i < g_channels.size(); ++i) {
+        NbChannel *ch = g_channels[i];
+        if (ch != self && ch->fib && fiber_has_work(ch)) pump_one(ch);
+    }
+}
 
 bool nb_above_int_max(const CollArgs &a, Coll entry) {
     if (!a.large_count || a.kind == Coll::reduce_scatter) return false;
@@ -379,17 +496,42 @@ int nb_init_level(int required) {
      * runtime_init will refuse): never raise it, threads only where the program asked for
      * MULTIPLE; off: never threads */
     const char *e = std::getenv("COMPMPI_NB_PROGRESS");
-    const bool force = e && std::strcmp(e, "thread") == 0;
-    const bool off = e && std::strcmp(e, "off") == 0;
-    g_progress = force || (!off && required >= MPI_THREAD_MULTIPLE);
-    return force ? MPI_THREAD_MULTIPLE : required;
+    g_want = !e                              ? Want::auto_
+             : std::strcmp(e, "thread") == 0 ? Want::thread
+             : std::strcmp(e, "inline") == 0 ? Want::inline_
+             : std::strcmp(e, "off") == 0    ? Want::off
+                                             : Want::auto_;
+    g_required = required;
+    g_progress = g_want != Want::off;
+    return g_want == Want::thread ? MPI_THREAD_MULTIPLE : required;
 }
 
-void nb_init_done(int provided) { g_provided = provided; }
+void nb_init_done(int provided) {
+    g_provided = provided;
+    /* the level the program must keep to: what it asked for, or less where MPI gave less */
+    const int level = std::min(g_required, provided);
+#ifdef COMPMPI_SMPI
+    const bool fibers = false; /* SMPI's ranks are contexts of one simulator process */
+#else
+    const bool fibers = level <= MPI_THREAD_FUNNELED; /* one thread calls MPI: it pumps */
+#endif
+    switch (g_want) {
+        case Want::off: g_mode = NbMode::off; break;
+        case Want::thread: g_mode = provided >= MPI_THREAD_MULTIPLE ? NbMode::thread : NbMode::off; break;
+        case Want::inline_: g_mode = fibers ? NbMode::inline_ : NbMode::off; break;
+        case Want::auto_:
+            g_mode = level >= MPI_THREAD_MULTIPLE ? NbMode::thread : fibers ? NbMode::inline_ : NbMode::off;
+            break;
+    }
+    if (g_mode == NbMode::inline_) mpi_next::progress::pump = nb_pump;
+}
+
+bool nb_inline_refused() { return g_want == Want::inline_ && g_mode != NbMode::inline_; }
 
 void nb_threads_agree(bool every_rank, bool some_rank, int rank) {
     if (every_rank) return;
     g_progress = false;
+    mpi_next::progress::pump = nullptr;
     if (some_rank && rank == 0)
         log_info("ranks differ in thread level or nb_progress: non-blocking and persistent collectives pass "
                  "through on every rank (progress threads need MPI_THREAD_MULTIPLE on all of them)");

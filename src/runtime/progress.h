@@ -18,6 +18,7 @@
 
 #include <atomic>
 
+#include "base/mpi_next.h"
 #include "runtime/args.h"
 
 namespace compmpi {
@@ -29,6 +30,21 @@ int nb_init_level(int required);
 void nb_init_done(int provided);
 /* Before PMPI_Finalize: drain every progress thread, free internal communicators. */
 void nb_finalize();
+/* How non-blocking and persistent collectives run (nb_progress, the thread level, and the
+ * ranks' agreement at MPI_Init): passed through, on progress threads, or inline on fibers of
+ * the application's thread. */
+enum class NbMode { off, thread, inline_ };
+NbMode nb_mode();
+/* nb_progress=inline was set but cannot run (the program's thread level is SERIALIZED or
+ * MULTIPLE): they pass through; runtime_init says so once. */
+bool nb_inline_refused();
+/* Inline progress: resume every channel's fiber that has work (from the application's
+ * thread, outside any fiber; a no-op on a fiber). mpi_next's polling waits call it; so do
+ * MPI_Test* and the collectives' entry points while operations are pending. */
+void nb_pump();
+inline void nb_poke() {
+    if (mpi_next::progress::live.load(std::memory_order_relaxed) != 0) nb_pump();
+}
 /* Whether the calling thread is a progress thread (statistics tell its exact runs apart). */
 bool nb_on_progress_thread();
 /* Whether non-blocking calls can have progress threads (MPI_THREAD_MULTIPLE given and
@@ -71,9 +87,15 @@ int request_testany(int count, MPI_Request *requests, int *index, int *flag, MPI
 int request_waitsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
 int request_testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
 #else
-/* MPI-3: MPI_Wait and MPI_Waitall only, for nb_wait_quietly */
+/* MPI-3: the wait and test family, for nb_wait_quietly and inline progress */
 int request_wait(MPI_Request *request, MPI_Status *status);
 int request_waitall(int count, MPI_Request *requests, MPI_Status *statuses);
+int request_test(MPI_Request *request, int *flag, MPI_Status *status);
+int request_testall(int count, MPI_Request *requests, int *flag, MPI_Status *statuses);
+int request_waitany(int count, MPI_Request *requests, int *index, MPI_Status *status);
+int request_testany(int count, MPI_Request *requests, int *index, int *flag, MPI_Status *status);
+int request_waitsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
+int request_testsome(int incount, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses);
 #endif
 
 namespace nb_wait_detail {

@@ -175,6 +175,10 @@ void runtime_init() {
     mpi_next::Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     stats_enable(all[0] != 0);
     nb_threads_agree(/*every rank: max(-t) = -1*/ all[1] != 0, /*some rank*/ all[2] != 0, rank);
+    if (nb_inline_refused() && rank == 0)
+        log_warn("nb_progress=inline needs MPI_THREAD_SINGLE or MPI_THREAD_FUNNELED (this program runs at %s): "
+                 "non-blocking and persistent collectives pass through; nb_progress=thread compresses them on "
+                 "progress threads", nb_thread_level_name());
     kernel_threads_set(s.threads > 0 ? static_cast<int>(s.threads) : auto_threads(local));
     mpi_cuda_aware_init();
     agree_fft_plans(s, rank); /* before the world's fft probe (state_agree) */
@@ -196,8 +200,11 @@ void runtime_init() {
         std::fprintf(stderr, "  (kernel threads per rank: %d, SIMD: %s)\n", kernel_threads(), simd_name(simd_active()));
         std::fprintf(stderr, "  (built for %s: %s; CUDA-aware MPI: %s)\n", mpi_family_name(mpi_family_built()),
                      mpi_family_describe().c_str(), mpi_cuda_aware() ? "yes" : "no");
-        std::fprintf(stderr, "  (thread level: %s; non-blocking and persistent collectives: %s)\n",
-                     nb_thread_level_name(), nb_threads_ok() ? "compressed by progress threads" : "passed through");
+        const NbMode mode = nb_mode();
+        std::fprintf(stderr, "  (thread level: %s; non-blocking and persistent collectives: %s)\n", nb_thread_level_name(),
+                     mode == NbMode::thread    ? "compressed by progress threads"
+                     : mode == NbMode::inline_ ? "compressed inline, on the application's thread"
+                                               : "passed through");
     }
     g_active.store(true, std::memory_order_release);
     mpi_next_order_warn(rank, "MPI_Init"); /* another library's MPI_Allreduce & co. before ours */
