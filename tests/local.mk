@@ -182,6 +182,8 @@ tests/mpi/f_allreduce: $(srcdir)/tests/mpi/f_allreduce.f90
 endif
 # non-blocking collectives (src/runtime/progress.h)
 MPITEST_PROGS += tests/mpi/t_nonblocking
+# inline progress (nb_progress=inline): no thread, progress inside the application's MPI calls
+MPITEST_PROGS += tests/mpi/t_inline_progress
 # reduce-scatter (coll/reduce_scatter/): preloaded plain program
 MPITEST_PROGS += tests/mpi/t_plain_reduce_scatter
 tests_mpi_t_plain_reduce_scatter_LDADD = -lm

@@ -54,12 +54,15 @@ struct Table {
 };
 extern Table g_table;
 
-/* Inline progress (src/base/fiber.h, nb_progress=inline): while operations that only the
- * application's thread can advance are pending (`live`), or on a fiber, a blocking call
- * libcompmpi makes -- its exchanges, the pass-through of the user's blocking collectives,
- * the user's MPI_Wait* -- is posted as its non-blocking form and waited for by polling:
- * on a fiber, yielding between polls; else running `pump` (which resumes the fibers)
- * between polls. Otherwise (always, without inline progress) the blocking call itself. */
+/* Inline progress (src/base/fiber.h, nb_progress=inline). On a fiber, every blocking call
+ * libcompmpi makes is posted as its non-blocking form and waited for by polling, yielding
+ * to the application's thread between polls. On the application's thread, while operations
+ * only it can advance are pending (`live`), the waits (MPI_Wait, Waitall, Waitany, Waitsome:
+ * the user's, through request_wait & co., and libcompmpi's own) and MPI_Sendrecv poll too,
+ * running `pump` (which resumes the fibers) between polls. Blocking collectives on the
+ * application's thread stay blocking: MPI does not match a blocking collective with a
+ * non-blocking one, and only the fiber's calls are known to take the same form on every
+ * rank (docs/design.md, "Inline progress"). Otherwise the blocking call itself. */
 namespace progress {
 inline bool wanted() {
     return fiber::current() != nullptr || live.load(std::memory_order_relaxed) != 0;
@@ -125,7 +128,7 @@ template <auto Slot, class R, class... P>
 struct Via<Slot, R (*)(P...)> {
     static R call(P... p) {
         if constexpr (IForm<Slot>::kind == 1) {
-            if (progress::wanted()) [[unlikely]] {
+            if (fiber::current()) [[unlikely]] {
                 MPI_Request r = MPI_REQUEST_NULL;
                 const int rc = (g_table.*IForm<Slot>::slot).load(std::memory_order_relaxed)(p..., &r);
                 return rc != MPI_SUCCESS ? rc : progress::wait_all(1, &r, MPI_STATUSES_IGNORE);

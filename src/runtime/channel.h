@@ -118,6 +118,12 @@ struct NbChannel {
      * resumed by the application's thread inside its MPI calls, and its per-thread state */
     fiber::Fiber *fib = nullptr;
     FiberTls fib_tls;
+    /* the user's communicator was freed while MPI ran its delete callback on this channel's
+     * own fiber or thread (MPICH frees it once a pending MPI_Comm_idup completes, inside the
+     * wait for it): stopped there, dropped later by the application's thread (reap_orphans);
+     * `exited`: the loop returned */
+    bool orphan = false;
+    std::atomic<bool> exited{false};
 };
 
 /* The channel of comm, created on the first compressed non-blocking call (MPI_Comm_idup;

@@ -57,6 +57,7 @@ constexpr size_t kFiberStack = size_t{8} << 20;
 std::mutex g_mu; /* guards g_keyval and g_channels */
 int g_keyval = MPI_KEYVAL_INVALID;
 std::vector<NbChannel *> g_channels;
+std::atomic<int> g_orphans{0}; /* channels stopped by a delete callback on their own fiber or thread */
 
 int query_fn(void *extra, MPI_Status *status) {
     const NbOp &op = **static_cast<std::shared_ptr<NbOp> *>(extra);
@@ -155,18 +156,48 @@ void stop_channel(NbChannel *ch) {
         if (*c != MPI_COMM_NULL) mpi_next::Comm_free(c);
 }
 
+void drop_channel(NbChannel *ch) {
+    stop_channel(ch);
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (auto it = g_channels.begin(); it != g_channels.end(); ++it)
+            if (*it == ch) {
+                g_channels.erase(it);
+                break;
+            }
+        if (ch->orphan) g_orphans.fetch_sub(1, std::memory_order_relaxed);
+    }
+    delete ch;
+}
+
+/* Channels whose communicator was freed on their own fiber or thread, once their loop
+ * returned: dropped here, on the application's thread. */
+void reap_orphans() {
+    if (g_orphans.load(std::memory_order_relaxed) == 0 || fiber::current() || t_progress) return;
+    std::vector<NbChannel *> dead;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (NbChannel *ch : g_channels)
+            if (ch->orphan && (ch->fib ? fiber::finished(ch->fib) : ch->exited.load())) dead.push_back(ch);
+    }
+    for (NbChannel *ch : dead) drop_channel(ch);
+}
+
 /* The user communicator is freed: finish its queued operations (MPI: a communicator is
- * freed once its pending operations complete), then drop the channel. */
+ * freed once its pending operations complete), then drop the channel. MPI may run this
+ * inside a wait of the channel's own fiber or thread (or another fiber's), which cannot wait
+ * for itself: the channel is told to stop, and dropped later (reap_orphans). */
 int channel_delete_cb(MPI_Comm, int, void *attr, void *) {
     NbChannel *ch = static_cast<NbChannel *>(attr);
-    stop_channel(ch);
-    std::lock_guard<std::mutex> lk(g_mu);
-    for (auto it = g_channels.begin(); it != g_channels.end(); ++it)
-        if (*it == ch) {
-            g_channels.erase(it);
-            break;
-        }
-    delete ch;
+    if (fiber::current() || t_progress) {
+        std::lock_guard<std::mutex> lk(ch->mu);
+        ch->stop = true;
+        if (!ch->orphan) g_orphans.fetch_add(1, std::memory_order_relaxed);
+        ch->orphan = true;
+        ch->cv.notify_all();
+        return MPI_SUCCESS;
+    }
+    drop_channel(ch);
     return MPI_SUCCESS;
 }
 
@@ -323,7 +354,10 @@ void channel_loop(NbChannel *ch) {
                     ch->q.pop_front();
                     break;
                 }
-                if (ch->stop && ch->inflight.empty()) return; /* stop, and drained */
+                if (ch->stop && ch->inflight.empty()) { /* stop, and drained */
+                    ch->exited.store(true);
+                    return;
+                }
                 ch->idle = true;
                 if (ch->inflight.empty()) {
                     wait_for_work(ch, lk, false);
@@ -361,6 +395,7 @@ void channel_loop(NbChannel *ch) {
 /* The channel of comm, created on the first compressed non-blocking call; every rank
  * reaches that call at the same place in comm's order. */
 NbChannel *channel_get(MPI_Comm comm) {
+    reap_orphans();
     {
         std::lock_guard<std::mutex> lk(g_mu);
         if (g_keyval == MPI_KEYVAL_INVALID &&
@@ -471,6 +506,7 @@ void nb_pump() {
         NbChannel *ch = g_channels[i];
         if (ch->fib && fiber_has_work(ch)) pump_one(ch);
     }
+    reap_orphans();
 }
 
 void nb_pump_others(NbChannel *self) {
@@ -534,7 +570,8 @@ void nb_threads_agree(bool every_rank, bool some_rank, int rank) {
     mpi_next::progress::pump = nullptr;
     if (some_rank && rank == 0)
         log_info("ranks differ in thread level or nb_progress: non-blocking and persistent collectives pass "
-                 "through on every rank (progress threads need MPI_THREAD_MULTIPLE on all of them)");
+                 "through on every rank (progress threads need MPI_THREAD_MULTIPLE on all of them; inline "
+                 "progress, nb_progress=inline, needs every rank inline)");
 }
 
 const char *nb_thread_level_name() {
@@ -554,6 +591,7 @@ void nb_finalize() {
         chans = g_channels;
     }
     for (NbChannel *ch : chans) stop_channel(ch);
+    reap_orphans();
     /* the channels themselves go with their communicators' attributes (delete callback);
      * the keyval is released now (MPI frees it once no communicator uses it) */
     std::lock_guard<std::mutex> lk(g_mu);

@@ -170,11 +170,15 @@ void runtime_init() {
      * rank has them (ranks that asked for different thread levels, or set nb_progress
      * differently, would otherwise compress a non-blocking call on some ranks and pass it
      * through on others: a hang). One collective, agreed before use. */
-    const int threads = nb_threads_ok() ? 1 : 0;
+    /* 1: progress threads, 2: inline (fibers); every rank the same, else none (a fiber's
+     * exchanges poll their non-blocking forms, a thread's block: MPI would not match them) */
+    const NbMode nbm = nb_mode();
+    const int threads = nbm == NbMode::thread ? 1 : nbm == NbMode::inline_ ? 2 : 0;
     int mine[3] = {s.stats ? 1 : 0, -threads, threads}, all[3] = {0, 0, 0};
     mpi_next::Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     stats_enable(all[0] != 0);
-    nb_threads_agree(/*every rank: max(-t) = -1*/ all[1] != 0, /*some rank*/ all[2] != 0, rank);
+    nb_threads_agree(/*every rank the same mode: min = max > 0*/ -all[1] == all[2] && all[2] > 0,
+                     /*some rank*/ all[2] != 0, rank);
     if (nb_inline_refused() && rank == 0)
         log_warn("nb_progress=inline needs MPI_THREAD_SINGLE or MPI_THREAD_FUNNELED (this program runs at %s): "
                  "non-blocking and persistent collectives pass through; nb_progress=thread compresses them on "
