@@ -86,8 +86,9 @@ mpi_list_asan() {
     # t_codecs with every codec at 3): the whole list under ASan costs several times the
     # 9-minute budget on 2 cores. ASAN_MPI_ALL=1 runs every line.
     # (t_storm: NaN storms over every form and hint churn; t_fault: a truncated blob in the
-    # progress thread's allreduce)
-    local filter='^(t_plain_(compressed|passthrough|nonfinite) +2 preload *$|t_plain_dtypes +3 preload|t_(compressed|hints|ef|threads) +2 link *$|t_sparse +3 link *$|t_codecs +3 link arg|t_awp +2 link *$|t_costmodel +2 link COMPMPI_COST_MODEL=on|t_plain_awp_buffers +2 preload arg:bcast|f_allreduce +3 preload|t_storm +2 link|t_fault +3 link COMPMPI_FAULT=truncate_blob:rank=1:call=3 COMPMPI_STATS=1 arg:coll=iallreduce|t_nb_race +2 link COMPMPI_COST_MODEL=auto COMPMPI_FAULT=cost_plain *$)'
+    # progress thread's allreduce; t_inline_progress, t_nonblocking inline: fibers, whose
+    # switches ASan is told about)
+    local filter='^(t_plain_(compressed|passthrough|nonfinite) +2 preload *$|t_plain_dtypes +3 preload|t_(compressed|hints|ef|threads) +2 link *$|t_sparse +3 link *$|t_codecs +3 link arg|t_awp +2 link *$|t_costmodel +2 link COMPMPI_COST_MODEL=on|t_plain_awp_buffers +2 preload arg:bcast|f_allreduce +3 preload|t_storm +2 link|t_fault +3 link COMPMPI_FAULT=truncate_blob:rank=1:call=3 COMPMPI_STATS=1 arg:coll=iallreduce|t_nb_race +2 link COMPMPI_COST_MODEL=auto COMPMPI_FAULT=cost_plain *$|t_inline_progress +2 link COMPMPI_NB_PROGRESS=inline *$|t_nonblocking +3 link COMPMPI_NB_PROGRESS=inline arg:quick *$)'
     [ "${ASAN_MPI_ALL:-0}" = 1 ] && filter=''
     # Leak checking is off in the MPI processes: LSan reports allocations made by MPI's
     # dlopen()ed transports whose modules are unloaded at MPI_Finalize ("<unknown module>",
