@@ -158,13 +158,14 @@ part_asan() {
 
 # ---------------------------------------------------------------- GCC TSan
 # Built without OpenMP: libgomp is not instrumented (every parallel region would be a false
-# report); what this run checks is libcompmpi's own state under MPI_THREAD_MULTIPLE.
+# report); what this run checks is libcompmpi's own state under MPI_THREAD_MULTIPLE, and the
+# fibers of inline progress (ThreadSanitizer is told about every switch: src/base/fiber.cc).
 part_tsan() {
     local dir=_build-tsan
     configure_in "$dir" --enable-sanitizers=thread --disable-openmp CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" || return 1
-    make -C "$dir" -j"$jobs" tests/mpi/t_threads tests/mpi/t_nb_race >"$dir/make.out" 2>&1 || { grep -E "error" -A5 "$dir/make.out" | head -40; return 1; }
+    make -C "$dir" -j"$jobs" tests/mpi/t_threads tests/mpi/t_nb_race tests/mpi/t_inline_progress >"$dir/make.out" 2>&1 || { grep -E "error" -A5 "$dir/make.out" | head -40; return 1; }
     export TSAN_OPTIONS="halt_on_error=1:exitcode=88:second_deadlock_stack=1:suppressions=$top/tests/mpi/tsan.supp"
-    (cd "$dir" && MPI_TEST_FILTER='^(t_threads|t_nb_race +2) ' MPI_TEST_TIMEOUT=300 top_builddir=$PWD top_srcdir=$top \
+    (cd "$dir" && MPI_TEST_FILTER='^(t_threads |t_nb_race +2 |t_inline_progress +2 link COMPMPI_NB_PROGRESS=inline *$)' MPI_TEST_TIMEOUT=300 top_builddir=$PWD top_srcdir=$top \
         "$top/tests/mpi/run_tests.sh") >"$dir/mpi.out" 2>&1 && { tail -1 "$dir/mpi.out"; return 0; }
     grep -A80 '^FAIL' "$dir/mpi.out" | head -150
     return 1
