@@ -555,8 +555,8 @@ void nb_init_done(int provided) {
         case Want::off: g_mode = NbMode::off; break;
         case Want::thread: g_mode = provided >= MPI_THREAD_MULTIPLE ? NbMode::thread : NbMode::off; break;
         case Want::inline_: g_mode = fibers ? NbMode::inline_ : NbMode::off; break;
-        case Want::auto_:
-            g_mode = level >= MPI_THREAD_MULTIPLE ? NbMode::thread : fibers ? NbMode::inline_ : NbMode::off;
+        case Want::auto_: /* inline is opt-in (docs/design.md, "Inline progress": the programs it does not suit) */
+            g_mode = level >= MPI_THREAD_MULTIPLE ? NbMode::thread : NbMode::off;
             break;
     }
     if (g_mode == NbMode::inline_) mpi_next::progress::pump = nb_pump;
