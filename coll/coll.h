@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -83,7 +84,8 @@ struct CollState {
         int extra = 0;            /* extra rounds taken because the samples overlapped */
         int decided = -1;         /* -1 exploring, else the candidate chosen */
     };
-    std::vector<AutoChoice> auto_choices;
+    /* a deque: an entry stays where it is while a choice nested in it adds another */
+    std::deque<AutoChoice> auto_choices;
     CollState() = default;
     CollState(const CollState &) = delete;
     CollState &operator=(const CollState &) = delete;
