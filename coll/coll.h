@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -63,18 +64,28 @@ struct CollState {
         double alpha, beta; /* seconds per message, bytes per second */
     };
     std::vector<LinkProbe> links;
-    /* allreduce_algorithm=auto where the alpha-beta model is not clear: both algorithms timed
-     * on the first calls of a (communicator, n, codec parameters), then the faster one
-     * (coll/allreduce/allreduce_choice.cc); at most kMaxAutoChoices entries */
+    /* The timed choices of allreduce_algorithm=auto (coll/allreduce/allreduce_choice.cc): two
+     * candidates timed alternately on the first calls of a (communicator, kind, n, codec
+     * parameters), then the faster one for every later call; at most kMaxAutoChoices entries.
+     *   kind 0 (dense): two-phase (candidate 0) against halving-doubling (1), where the
+     *          alpha-beta model is not clear;
+     *   kind 1 (nodes): hierarchical (0) against flat (1, what coll_allreduce_dense runs),
+     *          hierarchy=auto where the hierarchy applies. */
     struct AutoChoice {
         MPI_Comm comm;
+        int kind;
         size_t n;
-        uint64_t codec;          /* codec id, bits, variant, param, bucket */
-        int explored = 0;        /* calls run so far */
-        double best[2] = {0, 0}; /* fastest agreed time (0: none yet): two-phase, halving-doubling */
-        int decided = -1;        /* -1 exploring, 0 two-phase, 1 halving-doubling */
+        uint64_t codec;           /* codec id, bits, variant, param, bucket */
+        int explored = 0;         /* calls run so far */
+        int warm[2] = {0, 0};     /* warm-up calls each candidate has had */
+        int samples[2] = {0, 0};  /* agreed samples taken, per candidate */
+        double best[2] = {0, 0};  /* fastest agreed sample (0: none yet) */
+        double worst[2] = {0, 0}; /* slowest agreed sample */
+        int extra = 0;            /* extra rounds taken because the samples overlapped */
+        int decided = -1;         /* -1 exploring, else the candidate chosen */
     };
-    std::vector<AutoChoice> auto_choices;
+    /* a deque: an entry stays where it is while a choice nested in it adds another */
+    std::deque<AutoChoice> auto_choices;
     CollState() = default;
     CollState(const CollState &) = delete;
     CollState &operator=(const CollState &) = delete;
@@ -93,6 +104,10 @@ struct CollCtx {
     const Backend *be;  /* where the data lives (host or device) */
     void *be_ctx;
     int mpi_err = MPI_SUCCESS;
+    /* set by an algorithm when some timed choice it holds (allreduce_algorithm=auto) ran one of
+     * its exploring calls on this rank: a caller timing this call as a sample of its own choice
+     * does not count it (the nested choice is not settled yet) */
+    bool exploring = false;
     /* error feedback (allreduce, reduce-scatter): ef_res = the buffer's residual, added to the input
      * before encoding; the algorithm writes the new residual to ef_new (n elements of the call's
      * type, params.elem) and the caller keeps it only if the call succeeds. Both nullptr when off. */
@@ -241,6 +256,17 @@ struct HierComms {
  * when `sparse`), exact broadcast within nodes. sendbuf may be MPI_IN_PLACE. */
 template <class T>
 Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size_t n, const HierComms &h, bool sparse);
+/* The allreduce of a communicator where the hierarchy applies (coll_hierarchy true): the
+ * hierarchical algorithm, or the flat one (coll_allreduce_sparse when `sparse`, else
+ * coll_allreduce_dense). hierarchy=on, an explicit allreduce_algorithm, or a sparse codec:
+ * hierarchical. hierarchy=auto with allreduce_algorithm=auto, dense codecs: a timed choice
+ * (allreduce_choice.cc), the same on every rank. sendbuf (may be MPI_IN_PLACE) is the
+ * hierarchical algorithm's, `in` the flat one's. *hierarchical: what this call ran (a
+ * hierarchy's non-leaders carry no error-feedback residual in it: c.ef_res and c.ef_new are
+ * not used there). */
+template <class T>
+Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out, size_t n, const HierComms &h,
+                            bool sparse, bool *hierarchical);
 /* The root's buf is read only; receivers' buf gets the decoded data. root_norm (nullptr on
  * every rank, or on none): receives the l2-norm of the root's input, carried in the frame. */
 template <class T> Status coll_bcast_encoded(CollCtx &c, T *buf, size_t n, int root, double *root_norm = nullptr);

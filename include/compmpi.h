@@ -59,8 +59,9 @@ int compmpi_comm_get(MPI_Comm comm, const char *key, char *value, int len);
  * Forget the adaptive state of comm (awp precision of every call key, and any per-buffer
  * residuals of lossy codecs), e.g. after restoring a checkpoint. Collective over comm.
  * Kept: the theta schedule's call counts (topk, fft_topk: theta follows the training step, which a
- * restored checkpoint continues) and the cost model's measurements (they describe the
- * machine and the link, not the training).
+ * restored checkpoint continues), the cost model's measurements and the timed algorithm
+ * choices of allreduce_algorithm=auto and hierarchy=auto (they describe the machine and the
+ * link, not the training).
  */
 int compmpi_comm_reset_state(MPI_Comm comm);
 

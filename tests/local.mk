@@ -147,6 +147,9 @@ tests_mpi_t_scale_LDFLAGS = $(MPITEST_NOINSTALL)
 # allreduce_algorithm=auto with measured alpha and beta: the same choice on every rank
 MPITEST_PROGS += tests/mpi/t_auto_choice
 tests_mpi_t_auto_choice_LDFLAGS = $(MPITEST_NOINSTALL)
+# hierarchy=auto: hierarchical or flat allreduce by measurement, the same on every rank
+MPITEST_PROGS += tests/mpi/t_hier_choice
+tests_mpi_t_hier_choice_LDFLAGS = $(MPITEST_NOINSTALL)
 # test-only LD_PRELOAD shim: idle MPICH/UCX ranks sleep instead of spinning (testlist option
 # idle_sleep; oversubscribed runs such as t_scale at 32 ranks on 2 cores)
 check_LTLIBRARIES = tests/mpi/idle_sleep.la

@@ -119,8 +119,8 @@ codec_env() {
 alg_env() {
     case $1 in
         twophase|halving_doubling) ENV+=(-genv COMPMPI_HIERARCHY off -genv COMPMPI_ALLREDUCE_ALGORITHM "$1") ;;
-        hier_twophase) ENV+=(-genv COMPMPI_HIERARCHY auto -genv COMPMPI_ALLREDUCE_ALGORITHM twophase) ;;
-        hier_halving) ENV+=(-genv COMPMPI_HIERARCHY auto -genv COMPMPI_ALLREDUCE_ALGORITHM halving_doubling) ;;
+        hier_twophase) ENV+=(-genv COMPMPI_HIERARCHY on -genv COMPMPI_ALLREDUCE_ALGORITHM twophase) ;;
+        hier_halving) ENV+=(-genv COMPMPI_HIERARCHY on -genv COMPMPI_ALLREDUCE_ALGORITHM halving_doubling) ;;
         auto|-) ;;
         *) die "unknown algorithm '$1'" ;;
     esac

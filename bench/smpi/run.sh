@@ -68,7 +68,7 @@ for g in ${CGROUPS//,/ }; do
                    configs+=(-c "${c%%:*}.hd:${c#*:},allreduce_algorithm=halving_doubling$flat")
                done ;;
         auto) for c in "${codecs[@]}"; do configs+=(-c "${c%%:*}.auto:${c#*:},allreduce_algorithm=auto$flat"); done ;;
-        hier) for c in "${codecs[@]}"; do configs+=(-c "${c%%:*}.hier:${c#*:},hierarchy=auto"); done ;;
+        hier) for c in "${codecs[@]}"; do configs+=(-c "${c%%:*}.hier:${c#*:},hierarchy=on"); done ;;
         *) echo "run.sh: unknown group $g" >&2; exit 1 ;;
     esac
 done

@@ -16,10 +16,18 @@
  *     rank (allreduce_cost);
  *     link_alpha_beta given: halving-doubling when 10% (kAutoMargin) below two-phase;
  *     measured: the cheaper when the costs differ by more than kAutoClear (4x); else
- *       explore: the first 6 calls of this (n, codec parameters) alternate two-phase and
+ *       explore: the first calls of this (n, codec parameters) alternate two-phase and
  *       halving-doubling, each after a barrier, its time agreed by MAX over the ranks; the
- *       first call of each is a warm-up; then the one whose faster sample is faster, for
- *       every later call (at most kMaxAutoChoices sizes per communicator, then the model).
+ *       first call of each is a warm-up, then 2 samples each (6 calls); where the samples
+ *       overlap (the faster one's worst not below the other's best) one more round of each,
+ *       up to 4; then the one with the faster best sample, for every later call (at most
+ *       kMaxAutoChoices choices per communicator, then the model).
+ *   hierarchy=auto, allreduce_algorithm=auto, a dense codec, the hierarchy applies (several
+ *   nodes, one with several ranks; coll_allreduce_nodes):
+ *       the same timed choice between the hierarchical algorithm and the flat one (what the
+ *       lines above choose over all ranks); calls where a choice nested in a candidate
+ *       explored (the flat one's, or the leaders') are no samples; ties keep the hierarchy;
+ *       at most kMaxExploreCalls exploring calls.
  *     The model alone was >10% off the best algorithm in emulated clusters (docs/scale.md):
  *     it counts neither pipelined segments' exchanges nor what MPI's alltoall and
  *     allgather make of a message schedule; the measured time counts everything.
@@ -48,8 +56,14 @@ namespace {
  * measured 1.3x slower (MPICH sends an alltoall of small chunks all at once, the model counts
  * its P - 1 messages one after another) */
 constexpr double kAutoClear = 4.0;
-constexpr int kAutoExplore = 6;    /* t, h, t, h, t, h: one warm-up and two samples each */
+constexpr int kSamples = 2;   /* t, h, t, h, t, h: one warm-up and two samples each */
+constexpr int kMaxExtra = 4;  /* rounds added where the samples overlap */
+/* a choice's exploring calls at most: its own 2 * (1 + kSamples + kMaxExtra) = 14, and a
+ * nested choice's (the flat candidate's two-phase against halving-doubling, or the leaders'),
+ * 14 calls of that candidate, so 28 of the outer choice's */
+constexpr int kMaxExploreCalls = 48;
 constexpr size_t kMaxAutoChoices = 64;
+constexpr int kDense = 0, kNodes = 1; /* CollState::AutoChoice::kind */
 std::atomic<bool> g_link_skewed{false};         /* COMPMPI_FAULT=link_skew fired on this rank (test-only) */
 constexpr size_t kProbeBytes = size_t{1} << 20; /* >= 10 alpha*beta for alpha*beta up to ~100 KB */
 constexpr int kProbeReps = 3;
@@ -159,13 +173,13 @@ uint64_t codec_key(const CollCtx &c) {
            static_cast<uint64_t>(c.params.bucket) << 40;
 }
 
-/* The exploration entry of this call (nullptr: table full, follow the model). */
-CollState::AutoChoice *auto_choice(CollCtx &c, size_t n) {
+/* The timed choice of this call (nullptr: table full, follow the model / keep the hierarchy). */
+CollState::AutoChoice *auto_choice(CollCtx &c, int kind, size_t n) {
     const uint64_t key = codec_key(c);
     for (auto &e : c.st->auto_choices)
-        if (e.comm == c.comm && e.n == n && e.codec == key) return &e;
+        if (e.comm == c.comm && e.kind == kind && e.n == n && e.codec == key) return &e;
     if (c.st->auto_choices.size() >= kMaxAutoChoices) return nullptr;
-    c.st->auto_choices.push_back({c.comm, n, key});
+    c.st->auto_choices.push_back({c.comm, kind, n, key});
     return &c.st->auto_choices.back();
 }
 
@@ -187,35 +201,90 @@ Status run(CollCtx &c, const T *in, T *out, size_t n, bool halving) {
     return coll_allreduce_halving(c, in, out, n);
 }
 
-/* One explored call: barrier, the algorithm, its time agreed by MAX (only when it succeeded:
- * the status is the same on every rank). */
+/* One exploring call of e ends: t = candidate k's time agreed by MAX over the ranks;
+ * unsettled = a choice nested in the candidate explored during the call on some rank (agreed
+ * too), so the time is not a sample of what the candidate will run. A candidate's first
+ * settled call is its warm-up; after kSamples samples of each, the faster best sample wins,
+ * unless the samples overlap (the faster candidate's worst is not below the other's best):
+ * then one more round of each, up to kMaxExtra rounds, and the best sample decides. Ties go
+ * to candidate 0. Pure arithmetic on agreed numbers: every rank decides alike. */
+void sample(CollState::AutoChoice &e, int k, double t, bool unsettled) {
+    ++e.explored;
+    if (!unsettled) {
+        if (!e.warm[k]) {
+            e.warm[k] = 1;
+        } else {
+            e.best[k] = e.samples[k] ? std::min(e.best[k], t) : t;
+            e.worst[k] = e.samples[k] ? std::max(e.worst[k], t) : t;
+            ++e.samples[k];
+        }
+    }
+    const int f = e.samples[1] && (!e.samples[0] || e.best[1] < e.best[0]) ? 1 : 0; /* the faster */
+    const int want = kSamples + e.extra;
+    if (e.samples[0] >= want && e.samples[1] >= want) {
+        if (e.worst[f] >= e.best[1 - f] && e.extra < kMaxExtra) {
+            ++e.extra;
+            return;
+        }
+        e.decided = f;
+    } else if (e.explored >= kMaxExploreCalls) { /* nested choices took the calls: what was measured */
+        e.decided = e.samples[0] && e.samples[1] ? f : 0;
+    }
+}
+
+/* The barrier before an exploring call (over the private duplicate: never the user's
+ * communicator) */
+Status explore_begin(CollCtx &c, MPI_Comm *comm) {
+    CMPI_CHECK(coll_p2p_comm(c, comm));
+    const int rc = mpi_next::Barrier(*comm);
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    return Status::ok;
+}
+
+/* Agree on a call's time and whether a nested choice explored in it (MAX over the ranks). */
+Status explore_agree(CollCtx &c, MPI_Comm comm, double *t, bool *unsettled) {
+    double v[2] = {*t, c.exploring ? 1.0 : 0.0};
+    const int rc = mpi_next::Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    *t = v[0];
+    *unsettled = v[1] > 0;
+    return Status::ok;
+}
+
+/* One explored call of the dense choice: barrier, the algorithm, its time agreed by MAX
+ * (only when it succeeded: the status is the same on every rank). */
 template <class T>
 Status explore(CollCtx &c, CollState::AutoChoice &e, const T *in, T *out, size_t n) {
     MPI_Comm comm;
-    CMPI_CHECK(coll_p2p_comm(c, &comm));
+    CMPI_CHECK(explore_begin(c, &comm));
     const int alg = e.explored % 2;
-    int rc = mpi_next::Barrier(comm);
-    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
+    c.exploring = false; /* (no choice is nested in these two) */
     const double t0 = mpi_next::Wtime();
     const Status s = run(c, in, out, n, alg == 1);
     double t = mpi_next::Wtime() - t0;
-    const int call = e.explored++;
-    if (s != Status::ok) return s;
+    if (s != Status::ok) return ++e.explored, s;
     if (g_link_skewed && alg == 0) t *= 1000; /* (test-only: COMPMPI_FAULT=link_skew) */
-    rc = mpi_next::Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-    if (rc != MPI_SUCCESS) return c.mpi_err = rc, Status::mpi_error;
-    if (call >= 2 && (e.best[alg] == 0 || t < e.best[alg])) e.best[alg] = t; /* calls 0, 1: warm-ups */
-    if (e.explored >= kAutoExplore && e.best[0] > 0 && e.best[1] > 0) {
-        e.decided = e.best[1] < e.best[0];
-        if (stats_enabled()) {
-            char line[200];
-            std::snprintf(line, sizeof line,
-                          "compmpi-stats-auto: ranks=%d floats=%zu twophase_s=%.6f halving_doubling_s=%.6f -> %s",
-                          c.size, n, e.best[0], e.best[1], e.decided ? "halving_doubling" : "twophase");
-            stats_note(line);
-        }
+    bool unsettled = false;
+    CMPI_CHECK(explore_agree(c, comm, &t, &unsettled));
+    sample(e, alg, t, unsettled);
+    c.exploring = true;
+    if (e.decided >= 0 && stats_enabled()) {
+        char line[240];
+        std::snprintf(line, sizeof line,
+                      "compmpi-stats-auto: ranks=%d floats=%zu twophase_s=%.6f halving_doubling_s=%.6f "
+                      "extra_rounds=%d -> %s",
+                      c.size, n, e.best[0], e.best[1], e.extra, e.decided ? "halving_doubling" : "twophase");
+        stats_note(line);
     }
     return Status::ok;
+}
+
+template <class T>
+Status run_hierarchical(CollCtx &c, const void *sendbuf, T *out, size_t n, const HierComms &h, bool sparse,
+                        bool *hierarchical) {
+    *hierarchical = true;
+    if (h.node_rank != 0) c.ef_res = nullptr, c.ef_new = nullptr; /* only leaders carry residuals */
+    return coll_allreduce_hierarchical(c, sendbuf, out, n, h, sparse);
 }
 
 }  // namespace
@@ -242,7 +311,7 @@ Status coll_allreduce_dense(CollCtx &c, const T *in, T *out, size_t n, int nodes
         CMPI_CHECK(allreduce_use_halving(c, n, nodes, &halving));
         return run(c, in, out, n, halving);
     }
-    CollState::AutoChoice *e = auto_choice(c, n);
+    CollState::AutoChoice *e = auto_choice(c, kDense, n);
     if (e && e->decided >= 0) return run(c, in, out, n, e->decided == 1);
     int v = 0;
     CMPI_CHECK(model_choice(c, n, &v));
@@ -250,7 +319,51 @@ Status coll_allreduce_dense(CollCtx &c, const T *in, T *out, size_t n, int nodes
     return explore(c, *e, in, out, n);
 }
 
+/* hierarchy=auto where the hierarchy applies: hierarchical (candidate 0) or flat (1), timed
+ * as the dense choice is (sample()); the flat candidate is whatever coll_allreduce_dense runs
+ * (itself perhaps exploring: those calls are no samples), the hierarchical one likewise among
+ * the leaders. */
+template <class T>
+Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out, size_t n, const HierComms &h,
+                            bool sparse, bool *hierarchical) {
+    const bool timed = !sparse && c.settings->hierarchy == enum_value(SettingId::hierarchy, "auto") &&
+                       c.settings->allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "auto");
+    CollState::AutoChoice *e = timed ? auto_choice(c, kNodes, n) : nullptr;
+    if (!e || e->decided == 0) return run_hierarchical(c, sendbuf, out, n, h, sparse, hierarchical);
+    *hierarchical = false;
+    if (e->decided == 1) return coll_allreduce_dense(c, in, out, n, h.nodes);
+    MPI_Comm comm;
+    CMPI_CHECK(explore_begin(c, &comm));
+    const int k = e->explored % 2;
+    c.exploring = false;
+    const double t0 = mpi_next::Wtime();
+    const Status s = k == 0 ? run_hierarchical(c, sendbuf, out, n, h, sparse, hierarchical)
+                            : coll_allreduce_dense(c, in, out, n, h.nodes);
+    double t = mpi_next::Wtime() - t0;
+    if (s != Status::ok) return ++e->explored, s;
+    bool unsettled = false;
+    CMPI_CHECK(explore_agree(c, comm, &t, &unsettled));
+    if (COMPMPI_FAULT_ON()) t = fault_hier_sample(k == 0, t); /* (test-only: COMPMPI_FAULT=hier_skew) */
+    sample(*e, k, t, unsettled);
+    c.exploring = true;
+    if (e->decided >= 0 && stats_enabled()) {
+        char line[280];
+        std::snprintf(line, sizeof line,
+                      "compmpi-stats-hier: ranks=%d nodes=%d floats=%zu hierarchical_s=%.6f flat_s=%.6f "
+                      "samples=%d,%d extra_rounds=%d calls=%d -> %s",
+                      c.size, h.nodes, n, e->best[0], e->best[1], e->samples[0], e->samples[1], e->extra,
+                      e->explored, e->decided ? "flat" : "hierarchical");
+        stats_note(line);
+    }
+    return Status::ok;
+}
+
 template Status coll_allreduce_dense(CollCtx &, const float *, float *, size_t, int);
 template Status coll_allreduce_dense(CollCtx &, const double *, double *, size_t, int);
+
+template Status coll_allreduce_nodes(CollCtx &, const void *, const float *, float *, size_t, const HierComms &,
+                                     bool, bool *);
+template Status coll_allreduce_nodes(CollCtx &, const void *, const double *, double *, size_t, const HierComms &,
+                                     bool, bool *);
 
 }  // namespace compmpi

@@ -155,6 +155,7 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
         mpi_next::Comm_size(h.leaders, &lc.size);
         s = sparse ? coll_allreduce_sparse(lc, out, out, n) : coll_allreduce_dense(lc, out, out, n, h.nodes);
         c.mpi_err = lc.mpi_err;
+        c.exploring = lc.exploring;
         c.segments_fallback = lc.segments_fallback;
         c.fallback_reason = lc.fallback_reason;
         if (s == Status::nonfinite || s == Status::corrupt) {

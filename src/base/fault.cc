@@ -29,7 +29,8 @@ struct Spec {
     uint64_t seed = 1;      /* cost_noise */
     double amp = 0.65;      /* cost_noise */
     bool toward_comp = true; /* cost_skew */
-    double factor = 100;    /* cost_skew */
+    double factor = 100;    /* cost_skew, hier_skew */
+    int toward_hier = 0;    /* hier_skew: 0 flat, 1 hierarchical, 2 tie */
 };
 Spec g_spec;
 std::mutex g_mu;
@@ -42,9 +43,9 @@ constexpr const char *kKinds[] = {"none",          "encode_fail", "corrupt_blob"
                                   "fft_differ",    "stage_mpi",   "fft_adopt",     "cost_plain",
                                   "cost_compress", "link_skew",   "truncate_blob", "corrupt_payload",
                                   "rank_abort",    "rank_kill",   "alloc_fail",    "alloc_throw",
-                                  "cost_noise",    "cost_skew"};
+                                  "cost_noise",    "cost_skew",   "hier_skew"};
 constexpr int kNKinds = static_cast<int>(sizeof kKinds / sizeof *kKinds);
-static_assert(kNKinds == static_cast<int>(FaultKind::cost_skew) + 1, "one name per FaultKind");
+static_assert(kNKinds == static_cast<int>(FaultKind::hier_skew) + 1, "one name per FaultKind");
 /* the kinds that fire at a PMPI call of an algorithm (where= applies) */
 bool at_mpi_call(FaultKind k) {
     return k == FaultKind::mpi_error || k == FaultKind::rank_abort || k == FaultKind::rank_kill;
@@ -106,7 +107,11 @@ bool parse(const char *text, Spec *s, std::string *err) {
         } else if (key == "toward" && s->kind == FaultKind::cost_skew) {
             if (val != "compressed" && val != "exact") return *err = "toward= is compressed or exact", false;
             s->toward_comp = val == "compressed";
-        } else if (key == "factor" && s->kind == FaultKind::cost_skew) {
+        } else if (key == "toward" && s->kind == FaultKind::hier_skew) {
+            if (val != "flat" && val != "hierarchical" && val != "tie")
+                return *err = "toward= is flat, hierarchical or tie", false;
+            s->toward_hier = val == "flat" ? 0 : val == "hierarchical" ? 1 : 2;
+        } else if (key == "factor" && (s->kind == FaultKind::cost_skew || s->kind == FaultKind::hier_skew)) {
             const double f = std::strtod(val.c_str(), &e);
             if (val.empty() || *e || !(f > 0 && f < 1e9)) return *err = "factor= needs a number above 0", false;
             s->factor = f;
@@ -117,7 +122,8 @@ bool parse(const char *text, Spec *s, std::string *err) {
     if (s->kind == FaultKind::fft_differ || s->kind == FaultKind::fft_adopt || s->kind == FaultKind::link_skew)
         have_call = true, s->call = 0; /* the first probe / MPI_Init */
     if (s->kind == FaultKind::stage_mpi || s->kind == FaultKind::cost_plain ||
-        s->kind == FaultKind::cost_compress || s->kind == FaultKind::cost_noise || s->kind == FaultKind::cost_skew) { /* a mode of every rank and call, not an event */
+        s->kind == FaultKind::cost_compress || s->kind == FaultKind::cost_noise || s->kind == FaultKind::cost_skew ||
+        s->kind == FaultKind::hier_skew) { /* a mode of every rank and call, not an event */
         if (have_rank || have_call) return *err = std::string(kKinds[static_cast<int>(s->kind)]) + " takes no rank= or call=", false;
         have_rank = have_call = true;
     }
@@ -223,7 +229,15 @@ double fault_noise_factor(uint64_t seed, double amp, uint64_t n) {
 
 bool fault_cost_mode() {
     return g_spec.kind == FaultKind::cost_plain || g_spec.kind == FaultKind::cost_compress ||
-           g_spec.kind == FaultKind::cost_noise || g_spec.kind == FaultKind::cost_skew;
+           g_spec.kind == FaultKind::cost_noise || g_spec.kind == FaultKind::cost_skew ||
+           g_spec.kind == FaultKind::hier_skew;
+}
+
+double fault_hier_sample(bool hierarchical, double t) {
+    if (g_spec.kind != FaultKind::hier_skew) return t;
+    if (g_spec.toward_hier == 2) return 1e-3;
+    /* toward flat: the hierarchical samples slow down, and the reverse */
+    return hierarchical == (g_spec.toward_hier == 0) ? t * g_spec.factor : t;
 }
 
 double fault_cost_factor(bool plain, uint64_t n) {

@@ -52,6 +52,13 @@
  *     cost_skew     every rank, every call: toward=compressed (default) multiplies every exact
  *                   sample by F, toward=exact every compressed sample; factor=F (default 100, > 0)
  *                   (tests/mpi/cost_replay.sh: a run forced one way, replayed under the other)
+ *     hier_skew     every rank, every call (no rank= or call=): each agreed sample of the timed
+ *                   choice between the hierarchical and the flat allreduce (hierarchy=auto,
+ *                   coll/allreduce/allreduce_choice.cc) is changed after the agreement, alike
+ *                   on every rank: toward=flat (default) multiplies every hierarchical sample by
+ *                   F, toward=hierarchical every flat sample; factor=F (default 100, > 0);
+ *                   toward=tie sets every sample of both to 1 ms, so the samples always
+ *                   overlap (the bounded extra rounds, then the tie rule: hierarchical)
  *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
  *   call that entered a compressed algorithm, all communicators together). The fault fires
  *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
@@ -70,7 +77,7 @@ enum class FaultKind : int {
     none = 0, encode_fail, corrupt_blob, mpi_error, fft_differ, stage_mpi, fft_adopt,
     cost_plain, cost_compress, link_skew,
     truncate_blob, corrupt_payload, rank_abort, rank_kill, alloc_fail, alloc_throw,
-    cost_noise, cost_skew
+    cost_noise, cost_skew, hier_skew
 };
 enum class FaultWhere : int { any = 0, alltoall, allgather, bcast, allreduce, reduce, ialltoall, iallgather, wait };
 
@@ -98,7 +105,10 @@ double fault_cost_factor(bool plain, uint64_t n);
 /* cost_noise's factor for seed and draw n: uniform in [1-amp, 1+amp], a pure function (the unit
  * tests' noisy sampler uses it too). */
 double fault_noise_factor(uint64_t seed, double amp, uint64_t n);
-/* A cost-model mode fault (cost_plain, cost_compress, cost_noise, cost_skew) is set. */
+/* COMPMPI_FAULT=hier_skew (read only when COMPMPI_FAULT_ON()): the agreed sample t of the
+ * hierarchical (hierarchical = true) or the flat candidate, as the fault changes it; t otherwise. */
+double fault_hier_sample(bool hierarchical, double t);
+/* A decision mode fault (cost_plain, cost_compress, cost_noise, cost_skew, hier_skew) is set. */
 bool fault_cost_mode();
 
 /* A fault that keeps per-call records is armed: the memos of exact verdicts stay off

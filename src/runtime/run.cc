@@ -241,8 +241,10 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
             const bool sparse = codec_variable_payload(*plan.codec, plan.params);
             HierComms h;
             if (coll_hierarchy(st.coll, st.settings, a.comm, st.rank, &h)) { /* every rank of comm decides alike */
-                if (h.node_rank != 0 && ef) ef->drop(c); /* only leaders carry residuals */
-                s = coll_allreduce_hierarchical(c, in_place && !shadow ? MPI_IN_PLACE : in, out, n, h, sparse);
+                /* hierarchical or flat (hierarchy=auto: timed, the same on every rank) */
+                bool hier = false;
+                s = coll_allreduce_nodes(c, in_place && !shadow ? MPI_IN_PLACE : in, in, out, n, h, sparse, &hier);
+                if (hier && h.node_rank != 0 && ef) ef->drop(c); /* only leaders carry residuals */
             } else {
                 s = sparse ? coll_allreduce_sparse(c, in, out, n) : coll_allreduce_dense(c, in, out, n, h.nodes);
             }

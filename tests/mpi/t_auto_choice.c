@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* allreduce_algorithm=auto with alpha and beta measured on the communicator (link_alpha_beta=0,
  * coll/allreduce/allreduce_choice.cc): every rank makes the same choice, call after call,
- * through the exploration of close cases (both algorithms timed on the first 6 calls).
+ * through the exploration of close cases (both algorithms timed on the first 6 calls, up to 14
+ * where their samples overlap).
  *
  * One rank per node (node_size=1, so auto weighs halving-doubling against two-phase), bitpack
- * 16 bits. For buffers of 1 Ki to 256 Ki floats, 8 calls each: every auto result is compared bit
+ * 16 bits. For buffers of 1 Ki to 256 Ki floats, 16 calls each: every auto result is compared bit
  * for bit with the two-phase and the halving-doubling results of the same data (computed on
  * their own communicators): each rank names the algorithm auto ran (the two differ in their
- * roundings), and every rank must name the same one at every call; calls 7 and 8 (decided)
- * the same algorithm. A choice that differed between ranks would also deadlock or mix blobs;
+ * roundings), and every rank must name the same one at every call; calls 15 and 16 (decided:
+ * at most 14 exploring calls) the same algorithm. A choice that differed between ranks would also deadlock or mix blobs;
  * the comparison shows it directly.
  *
  * Argument skewed (with COMPMPI_FAULT=link_skew:rank=R): rank R's probe measures 1000x its
@@ -63,7 +64,7 @@ int main(int argc, char **argv) {
         MPI_Allreduce(x, yt, (int)n, MPI_FLOAT, MPI_SUM, two);
         MPI_Allreduce(x, yh, (int)n, MPI_FLOAT, MPI_SUM, hd);
         int last = -1;
-        for (int call = 1; call <= 8; ++call) {
+        for (int call = 1; call <= 16; ++call) {
             MPI_Allreduce(x, ya, (int)n, MPI_FLOAT, MPI_SUM, aut);
             const int is_t = memcmp(ya, yt, n * sizeof(float)) == 0, is_h = memcmp(ya, yh, n * sizeof(float)) == 0;
             const int differ = memcmp(yt, yh, n * sizeof(float)) != 0;
@@ -79,12 +80,12 @@ int main(int argc, char **argv) {
                      R, mine);
             MT_CHECK(mt_identical(ya, n * sizeof(float), MPI_COMM_WORLD),
                      "n=%zu call %d: auto results differ between ranks", n, call);
-            if (call == 8) MT_CHECK(mine == last, "n=%zu: calls 7 and 8 (decided) ran different algorithms", n);
-            if (skewed && call >= 7)
+            if (call == 16) MT_CHECK(mine == last, "n=%zu: calls 15 and 16 (decided) ran different algorithms", n);
+            if (skewed && call >= 15)
                 MT_CHECK(mine == 1,
                          "n=%zu call %d: with one rank's link 1000x slower (agreed), auto ran %s, not halving-doubling",
                          n, call, mine == 0 ? "two-phase" : "?");
-            if (R == 0 && call >= 7)
+            if (R == 0 && call >= 15)
                 printf("P=%d n=%zu call %d: auto ran %s on every rank\n", P, n, call,
                        mine == 0   ? "twophase"
                        : mine == 1 ? "halving_doubling"

@@ -246,6 +246,7 @@ int main(int argc, char **argv) {
         set(p.c, "min_bytes", "0");
         set(p.c, "cost_model", "off"); /* compress every eligible call: the property needs compressed results */
         if (a == 2) {
+            set(p.c, "hierarchy", "on"); /* (auto: hierarchical or flat by measurement) */
             set(p.c, "node_size", "2"); /* pairs of ranks as nodes: the hierarchical allreduce */
             set(p.c, "allreduce_algorithm", "auto");
         } else {

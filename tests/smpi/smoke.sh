@@ -45,7 +45,7 @@ else cat "$WORK/quirks.out"; ko "t_smpi_quirks (4 ranks): exit $rc"; fi
 run 8 "$WORK/c4x2" "$BUILD/bench/smpi/allreduce_sim" -s 0.25 -w 1 -i 1 -c plain -c default:warm=8 \
     -c bp16.tp:codec=bitpack,bits=16,allreduce_algorithm=twophase,hierarchy=off \
     -c bp16.hd:codec=bitpack,bits=16,allreduce_algorithm=halving_doubling,hierarchy=off \
-    -c bp16.hier:codec=bitpack,bits=16 \
+    -c bp16.hier:codec=bitpack,bits=16,hierarchy=on \
     -c q8.tp:codec=q8,policy=static,allreduce_algorithm=twophase,hierarchy=off \
     -c tg.hd:codec=terngrad,policy=static,allreduce_algorithm=halving_doubling,hierarchy=off \
     >"$WORK/sim.out" 2>&1
