@@ -25,32 +25,11 @@
 
 namespace compmpi {
 
-static_assert(static_cast<int>(Coll::iallreduce) == coll_kind::iallreduce &&
-                  static_cast<int>(Coll::iallgather) == coll_kind::iallgather &&
-                  static_cast<int>(Coll::ibcast) == coll_kind::ibcast,
-              "a Coll's value is its bit in the collectives setting");
-static_assert(static_cast<int>(Coll::allreduce_init) == coll_kind::allreduce_init &&
-                  static_cast<int>(Coll::allgather_init) == coll_kind::allgather_init &&
-                  static_cast<int>(Coll::bcast_init) == coll_kind::bcast_init,
-              "a Coll's value is its bit in the collectives setting");
-static_assert(static_cast<int>(Coll::ireduce_scatter_block) == coll_kind::ireduce_scatter_block &&
-                  static_cast<int>(Coll::ireduce_scatter) == coll_kind::ireduce_scatter &&
-                  static_cast<int>(Coll::reduce_scatter_block_init) == coll_kind::reduce_scatter_block_init &&
-                  static_cast<int>(Coll::reduce_scatter_init) == coll_kind::reduce_scatter_init,
-              "a Coll's value is its bit in the collectives setting");
-
 void nb_pump_others(NbChannel *self);
 
 namespace {
 
-int g_provided = MPI_THREAD_SINGLE;
-int g_required = MPI_THREAD_SINGLE;
 thread_local bool t_progress = false;
-bool g_progress = true;
-/* the setting as MPI_Init read it, and the mode that runs (nb_init_done; nb_threads_agree) */
-enum class Want { auto_, thread, inline_, off };
-Want g_want = Want::auto_;
-NbMode g_mode = NbMode::off;
 /* a channel's fiber: its stack (codec kernels keep their scratch on the heap; the
  * sanitizers' builds need the room) */
 constexpr size_t kFiberStack = size_t{8} << 20;
@@ -411,7 +390,7 @@ NbChannel *channel_get(MPI_Comm comm) {
      * one communicator's collectives come from one thread at a time, so no other thread
      * creates this channel meanwhile). */
     auto ch = std::make_unique<NbChannel>();
-    if (g_mode == NbMode::inline_) { /* before anything is issued: failing here leaves nothing behind */
+    if (nb_mode() == NbMode::inline_) { /* before anything is issued: failing here leaves nothing behind */
         ch->fib = fiber::create([](void *c) { channel_loop(static_cast<NbChannel *>(c)); }, ch.get(), kFiberStack);
         if (!ch->fib) {
             log_error("could not map a stack for the inline progress of a communicator");
@@ -427,29 +406,6 @@ NbChannel *channel_get(MPI_Comm comm) {
     if (!p->fib) p->th = std::thread(channel_loop, p);
     g_channels.push_back(p);
     return p;
-}
-
-bool channel_take_direct(NbChannel *ch, const NbClass &cls, bool on_direct, uint64_t *from) {
-    if (on_direct && ch->agreeing.load(std::memory_order_relaxed)) return false;
-    const auto d = ch->direct_from.find(cls);
-    if (d == ch->direct_from.end() || ch->issued.load(std::memory_order_relaxed) < d->second) return false;
-    if (from) *from = d->second;
-    ch->issued.fetch_add(1, std::memory_order_relaxed);
-    return true;
-}
-
-int channel_issue_direct(NbChannel *ch, const CollArgs &a, Coll entry, MPI_Request *request) {
-    int rc;
-    {
-        ReentryGuard guard;
-        rc = passthrough_nb(a, ch->direct, request);
-    }
-    if (stats_enabled()) { /* read only to print them: two atomic adds saved per call otherwise */
-        static const int kReason = eligibility_reason("cost_model");
-        stats(entry).passthrough++;
-        stats(entry).reason[kReason]++;
-    }
-    return rc;
 }
 
 int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm comm, MPI_Request *request) {
@@ -493,10 +449,6 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
     return MPI_SUCCESS;
 }
 
-bool nb_threads_ok() { return g_progress && g_mode != NbMode::off; }
-
-NbMode nb_mode() { return g_progress ? g_mode : NbMode::off; }
-
 void nb_pump() {
     if (fiber::current()) return; /* a fiber's waits yield instead */
     /* inline progress runs at MPI_THREAD_SINGLE or FUNNELED: channels are created, freed and
@@ -516,73 +468,7 @@ void nb_pump_others(NbChannel *self) {
     }
 }
 
-bool nb_above_int_max(const CollArgs &a, Coll entry) {
-    if (!a.large_count || a.kind == Coll::reduce_scatter) return false;
-    if (a.count <= INT_MAX && (a.kind != Coll::allgather || a.recvcount <= INT_MAX)) return false;
-    CollStats &cs = stats(entry);
-    cs.passthrough++;
-    cs.reason[eligibility_reason("count_above_int_max")]++;
-    return true;
-}
-
 bool nb_on_progress_thread() { return t_progress; }
-
-int nb_init_level(int required) {
-    /* thread: raise the level for the progress threads; auto (the default, and any value
-     * runtime_init will refuse): never raise it, threads only where the program asked for
-     * MULTIPLE; off: never threads */
-    const char *e = std::getenv("COMPMPI_NB_PROGRESS");
-    g_want = !e                              ? Want::auto_
-             : std::strcmp(e, "thread") == 0 ? Want::thread
-             : std::strcmp(e, "inline") == 0 ? Want::inline_
-             : std::strcmp(e, "off") == 0    ? Want::off
-                                             : Want::auto_;
-    g_required = required;
-    g_progress = g_want != Want::off;
-    return g_want == Want::thread ? MPI_THREAD_MULTIPLE : required;
-}
-
-void nb_init_done(int provided) {
-    g_provided = provided;
-    /* the level the program must keep to: what it asked for, or less where MPI gave less */
-    const int level = std::min(g_required, provided);
-#ifdef COMPMPI_SMPI
-    const bool fibers = false; /* SMPI's ranks are contexts of one simulator process */
-#else
-    const bool fibers = level <= MPI_THREAD_FUNNELED; /* one thread calls MPI: it pumps */
-#endif
-    switch (g_want) {
-        case Want::off: g_mode = NbMode::off; break;
-        case Want::thread: g_mode = provided >= MPI_THREAD_MULTIPLE ? NbMode::thread : NbMode::off; break;
-        case Want::inline_: g_mode = fibers ? NbMode::inline_ : NbMode::off; break;
-        case Want::auto_: /* inline is opt-in (docs/design.md, "Inline progress": the programs it does not suit) */
-            g_mode = level >= MPI_THREAD_MULTIPLE ? NbMode::thread : NbMode::off;
-            break;
-    }
-    if (g_mode == NbMode::inline_) mpi_next::progress::pump = nb_pump;
-}
-
-bool nb_inline_refused() { return g_want == Want::inline_ && g_mode != NbMode::inline_; }
-
-void nb_threads_agree(bool every_rank, bool some_rank, int rank) {
-    if (every_rank) return;
-    g_progress = false;
-    mpi_next::progress::pump = nullptr;
-    if (some_rank && rank == 0)
-        log_info("ranks differ in thread level or nb_progress: non-blocking and persistent collectives pass "
-                 "through on every rank (progress threads need MPI_THREAD_MULTIPLE on all of them; inline "
-                 "progress, nb_progress=inline, needs every rank inline)");
-}
-
-const char *nb_thread_level_name() {
-    switch (g_provided) {
-        case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-        case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-        case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-        case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-        default: return "unknown";
-    }
-}
 
 void nb_finalize() {
     std::vector<NbChannel *> chans;
@@ -596,66 +482,6 @@ void nb_finalize() {
      * the keyval is released now (MPI frees it once no communicator uses it) */
     std::lock_guard<std::mutex> lk(g_mu);
     if (g_keyval != MPI_KEYVAL_INVALID) mpi_next::Comm_free_keyval(&g_keyval);
-}
-
-int dispatch_nb_full(const CollArgs &args, Coll entry, MPI_Request *request) noexcept {
-    try {
-        CollArgs a = args; /* the full path may rewrite it (eligibility_begin) */
-        const bool memo = runtime_active() && !ReentryGuard::active() && !stats_enabled() && !COMPMPI_FAULT_RECORDS_CALLS();
-        VerdictKey vk;
-        const bool store = memo && nb_memo_key(a, entry, &vk);
-        const uint64_t gen = store ? verdict_generation() : 0;
-        CollStats &cs = stats(entry);
-        CommState *st = nullptr;
-        int reason = eligibility_begin(a, &st);
-        NbChannel *ch = nullptr;
-        std::shared_ptr<NbOp> op;
-        if (reason < 0) {
-            std::lock_guard<std::mutex> lk(st->mu);
-            reason = eligibility_entry(a, entry, *st);
-            if (reason < 0) {
-                op = std::make_shared<NbOp>();
-                op->a = a;
-                op->counts.take(op->a, st->size);
-                op->entry = entry;
-                op->settings = st->settings;
-                op->gated = cost_gated(st->settings);
-                op->cls = NbClass{static_cast<int>(entry),
-                                  cost_size_class(static_cast<size_t>(coll_elements(a)) * elem_bytes(a.elem)),
-                                  st->settings_epoch, 0};
-            }
-        }
-        if (op) {
-            ReentryGuard guard;
-            ch = channel_get(a.comm);
-            if (!ch) {
-                log_error("%s: could not set up the progress channel; passing through", coll_name(entry));
-                reason = eligibility_reason("no_state");
-            }
-        }
-        if (!ch) {
-            cs.passthrough++;
-            cs.reason[reason]++;
-            return passthrough_nb(a, request);
-        }
-        if (op->gated) {
-            std::unique_lock<std::mutex> lk(ch->mu);
-            uint64_t from = 0;
-            if (channel_take_direct(ch, op->cls, true, &from)) {
-                /* decided exact and agreed: MPI's own non-blocking collective, no hand-off */
-                if (store) nb_memo_store(vk, gen, ch, op->cls, from);
-                const int rc = channel_issue_direct(ch, op->a, entry, request);
-                lk.unlock();
-                return rc == MPI_SUCCESS ? rc : raise_error(a.comm, rc);
-            }
-        }
-        return channel_hand_off(ch, op, a.comm, request);
-    } catch (const std::exception &e) {
-        log_error("internal error in %s: %s", coll_name(entry), e.what());
-    } catch (...) {
-        log_error("internal error in %s", coll_name(entry));
-    }
-    return abort_collective(args.comm, MPI_ERR_INTERN, coll_name(entry)); /* the peers' operations wait for ours */
 }
 
 }  // namespace compmpi
