@@ -127,6 +127,7 @@ int main(int argc, char **argv) {
     MPI_Comm off = MPI_COMM_NULL, on = MPI_COMM_NULL;
     if (only_on) MPI_Comm_dup(MPI_COMM_WORLD, &on);
     else off = with_entropy("off"), on = with_entropy(on_value);
+    int differently = 0;
     static const char *names[5] = {"allreduce", "bcast", "allgather", "reduce_scatter_block", "reduce_scatter"};
     const size_t es = dbl ? 8 : 4;
     /* at least twice: the second call of each shape runs what the policy chose for it; more
@@ -139,12 +140,22 @@ int main(int argc, char **argv) {
             check_kind(names[which], ex_on);
             if (!only_on) {
                 void *b = run_one(off, which, N, &ex_off);
-                MT_CHECK(!memcmp(a, b, bytes), "%s: results differ with and without the entropy stage",
-                         names[which]);
+                /* entropy=auto under the real cost model: each communicator decides from its own
+                 * timings whether a class is compressed at all (agreed over its ranks), so on a
+                 * loaded machine one may run a call exact and the other compressed -- a different
+                 * decision, not the stage's doing. Those calls are not compared (counted); calls
+                 * both ran the same way must be the same bits. */
+                if (!strcmp(on_value, "auto") && ex_on != ex_off) ++differently;
+                else
+                    MT_CHECK(!memcmp(a, b, bytes), "%s: results differ with and without the entropy stage",
+                             names[which]);
                 free(b);
             }
             free(a);
         }
+    if (differently && R == 0)
+        printf("t_plain_entropy: %d calls ran exact on one communicator and compressed on the other (cost model)\n",
+               differently);
     if (off != MPI_COMM_NULL) MPI_Comm_free(&off);
     MPI_Comm_free(&on);
     free(g_in), free(g_out), free(g_orig);
