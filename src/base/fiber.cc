@@ -56,7 +56,7 @@ struct Fiber {
     size_t map_bytes = 0;
     char *stack = nullptr;   /* lowest usable address */
     size_t stack_bytes = 0;
-    bool started = false, done = false;
+    bool done = false;
 #ifdef COMPMPI_FIBER_ASAN
     void *fake_caller = nullptr;       /* the resumer's fake stack while the fiber runs */
     const void *caller_bottom = nullptr;
@@ -129,7 +129,6 @@ Fiber *create(void (*fn)(void *), void *arg, size_t stack_bytes) {
 
 bool resume(Fiber *f) {
     if (f->done || t_current) return f->done;
-    f->started = true;
     t_current = f;
 #ifdef COMPMPI_FIBER_ASAN
     __sanitizer_start_switch_fiber(&f->fake_caller, f->stack, f->stack_bytes);

@@ -451,20 +451,18 @@ int channel_hand_off(NbChannel *ch, const std::shared_ptr<NbOp> &op, MPI_Comm co
 
 void nb_pump() {
     if (fiber::current()) return; /* a fiber's waits yield instead */
-    /* inline progress runs at MPI_THREAD_SINGLE or FUNNELED: channels are created, freed and
-     * pumped by the one thread that calls MPI, never while a pump runs (a fiber's code never
-     * creates or frees a user's communicator) */
-    for (size_t i = 0; i < g_channels.size(); ++i) {
-        NbChannel *ch = g_channels[i];
-        if (ch->fib && fiber_has_work(ch)) pump_one(ch);
-    }
+    nb_pump_others(nullptr);
     reap_orphans();
 }
 
-void nb_pump_others(NbChannel *self) {
+/* Every channel's fiber that has work, but `skip`'s. Inline progress runs at
+ * MPI_THREAD_SINGLE or FUNNELED: channels are created, freed and pumped by the one thread that
+ * calls MPI, never while a pump runs (a fiber's code never creates or frees a user's
+ * communicator). */
+void nb_pump_others(NbChannel *skip) {
     for (size_t i = 0; i < g_channels.size(); ++i) {
         NbChannel *ch = g_channels[i];
-        if (ch != self && ch->fib && fiber_has_work(ch)) pump_one(ch);
+        if (ch != skip && ch->fib && fiber_has_work(ch)) pump_one(ch);
     }
 }
 
