@@ -38,7 +38,7 @@ codecs=${DEMO_CODECS:-"bitpack:awp q8 terngrad topk+COMPMPI_ERROR_FEEDBACK=1 fft
 rate=${DEMO_RATE:-1gbit}
 out=${DEMO_OUT:-demo-out}
 if [ "$size" = full ]; then
-    train=(--epochs 2 --train-limit 60000 --test-limit 10000 --eval-every 100 --target 0.88)
+    train=(--epochs 2 --train-limit 60000 --test-limit 10000 --eval-every 100 --target 0.88 --timeout 2400)
 else
     train=(--epochs 2 --train-limit 12800 --test-limit 2000 --eval-every 25 --target 0.82)
 fi

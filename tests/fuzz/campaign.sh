@@ -10,6 +10,7 @@
 #
 #   tests/fuzz/campaign.sh BUILD_DIR WORK_DIR [--runs N] [--seconds S] [--jobs J]
 #                          [--codecs "a b ..."] [--seeds] [--maxseeds M]
+# --codecs coded: one campaign over the entropy-coded seeds (*-zstd) of every codec together.
 # BUILD_DIR: a tree configured with --enable-fuzzing (scripts/test-hardening.sh: _build-clang).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,10 +38,21 @@ work=$(cd "$work" && pwd)
 one() { # codec
     local c=$1 d=$work/$1
     rm -rf "$d" && mkdir -p "$d/artifacts"
-    cp -r "$top/tests/fuzz/corpus/fuzz_decode/$c" "$d/corpus"
+    if [ "$c" = coded ]; then
+        # the entropy stage across every codec: the coded seeds of all corpus directories,
+        # each decoded by the codec its own header names (FUZZ_CODEC=all)
+        mkdir -p "$d/corpus"
+        for f in "$top"/tests/fuzz/corpus/fuzz_decode/*/*-zstd; do
+            cp "$f" "$d/corpus/$(basename "$(dirname "$f")")-$(basename "$f")"
+        done
+        fc=all
+    else
+        cp -r "$top/tests/fuzz/corpus/fuzz_decode/$c" "$d/corpus"
+        fc=$c
+    fi
     ls "$d/corpus" | wc -l >"$d/seeds"
     date -u +%H:%M:%S >"$d/start"
-    FUZZ_CODEC=$c nice -n 19 "$work/fuzz_decode" -runs="$runs" -max_total_time="$seconds" -max_len=16500 \
+    FUZZ_CODEC=$fc nice -n 19 "$work/fuzz_decode" -runs="$runs" -max_total_time="$seconds" -max_len=16500 \
         -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$d/artifacts/" "$d/corpus" >"$d/log" 2>&1
     echo $? >"$d/rc"
     date -u +%H:%M:%S >"$d/end"
