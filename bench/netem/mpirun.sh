@@ -105,7 +105,11 @@ if [ $ffix -eq 1 ]; then
     fi
     preload=$fix${preload:+:$preload}
 fi
-if [ $idle -eq 1 ]; then
+if [ $idle -eq 1 ] && [ $ompi -eq 1 ]; then
+    # Open MPI's ob1/TCP waits in opal_progress, not in UCX: its own setting makes an idle
+    # rank yield the core instead of spinning (both arms of a paired job alike)
+    genv=(-genv OMPI_MCA_mpi_yield_when_idle 1 "${genv[@]}")
+elif [ $idle -eq 1 ]; then
     isl=$dir/build/idle_sleep.so
     if [ ! -f "$isl" ] || [ "$dir/../../tests/mpi/idle_sleep.c" -nt "$isl" ]; then
         mkdir -p "$dir/build"
@@ -122,16 +126,20 @@ for ((k = 1; k <= nhosts; k++)); do hosts+="${hosts:+,}$NET.$k:$ppn"; done
 if [ $ompi -eq 1 ]; then
     # Open MPI: its rsh launcher starts one orted per host through nsrsh (no tree spawn:
     # mpiexec starts them all), ob1 + the TCP BTL on eth0 only (pml ucx would pick its own
-    # transports), the runtime's out-of-band TCP on eth0 too.  No binding: every namespace
+    # transports), the runtime's out-of-band TCP on eth0 too; with --ppn R >= 2 the ranks of
+    # one host also get Open MPI's shared-memory BTL (vader), as MPICH's ranks of one host
+    # share memory (without it they would talk TCP over the unshaped loopback).  No binding: every namespace
     # sees the same cores and Open MPI would pin each host's only rank to core 0.
     # Running as root needs the two OMPI_ALLOW_RUN_AS_ROOT variables; they reach the
     # orteds through nsrsh's inherited environment.
     xenv=()
+    btl=tcp,self
+    [ "$ppn" -ge 2 ] && btl=tcp,vader,self
     for ((i = 0; i < ${#genv[@]}; i += 3)); do xenv+=(-x "${genv[i+1]}=${genv[i+2]}"); done
     # shellcheck disable=SC2054  # "tcp,self" is one element
     cmd=("$mpiexec" --host "$hosts" -n "$np" --bind-to none
          --mca plm_rsh_agent "$dir/nsrsh" --mca plm_rsh_no_tree_spawn 1
-         --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$IFACE"
+         --mca pml ob1 --mca btl "$btl" --mca btl_tcp_if_include "$IFACE"
          --mca oob_tcp_if_include "$IFACE"
          "${xenv[@]}" "$@")
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -19,6 +19,12 @@
 #       [--algs "twophase halving_doubling hier_twophase hier_halving auto"]
 #       [--other-colls bcast,allgather] [--other-sizes 1M,4M]   per codec, default algorithm
 #       [--iters 3] [--warmup 1] [--default-warmup 9] [--idle-sleep-us 200] [--timeout 600] [--no-other]
+#       [--openmpi]                                Debian's Open MPI instead of MPICH: coll_bench
+#                                                  and pingpong built with mpicc.openmpi, --lib
+#                                                  the Open MPI build (libcompmpi_openmpi.so),
+#                                                  mpirun.sh --openmpi (ob1 + TCP BTL on the
+#                                                  shaped link, vader inside a node, idle ranks
+#                                                  yield: mpi_yield_when_idle)
 #
 # Algorithms (allreduce): twophase / halving_doubling = the flat algorithm
 # (COMPMPI_HIERARCHY=off); hier_twophase / hier_halving = the hierarchy (exact node reduce,
@@ -43,7 +49,7 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 out="" lib="" topos="4x1 8x1 16x1 2x2 4x2 8x2 4x4" rate=200mbit delay=1000 burst=64kb
 sizes=1M,4M,16M auto_sizes=1M,4M,16M,64M codecs="default bitpack:16 q8 terngrad"
 algs="twophase halving_doubling hier_twophase hier_halving auto" other_colls=bcast,allgather other_sizes=1M,4M
-iters=3 warmup=1 dwarmup=9 idle_us=200 timeout_s=600 other=1 auto_one=0
+iters=3 warmup=1 dwarmup=9 idle_us=200 timeout_s=600 other=1 auto_one=0 ompi=0
 orig_args="$*"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -66,6 +72,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=$2; shift 2 ;;
         --no-other) other=0; shift ;;
         --auto-one-job) auto_one=1; shift ;;
+        --openmpi) ompi=1; shift ;;
         -h|--help) awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
@@ -79,7 +86,16 @@ out=$(cd "$out" && pwd)
 cp "$lib" "$out/libcompmpi.so"
 lib=$out/libcompmpi.so
 "$dir/build.sh" >/dev/null
-bench=$dir/build/coll_bench
+bench=$dir/build/coll_bench pingpong=$dir/build/pingpong
+# MPICH: --finalize-fix, --ucx-eager (its UCX device); Open MPI: mpirun.sh's --openmpi
+mpiopts=(--finalize-fix --ucx-eager)
+if [ $ompi = 1 ]; then
+    command -v mpicc.openmpi >/dev/null || die "mpicc.openmpi not found (apt-get install libopenmpi-dev)"
+    mpicc.openmpi -O2 -Wall -Wextra -o "$dir/build/coll_bench_openmpi" "$dir/../coll_bench.c" -lm
+    mpicc.openmpi -O2 -Wall -o "$dir/build/pingpong_openmpi" "$dir/pingpong.c"
+    bench=$dir/build/coll_bench_openmpi pingpong=$dir/build/pingpong_openmpi
+    mpiopts=(--openmpi)
+fi
 
 {
     echo "date: $(date -Is)"
@@ -88,7 +104,11 @@ bench=$dir/build/coll_bench
     echo "host: $(uname -srm), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "rate=$rate delay_us=$delay burst=$burst topos=$topos sizes=$sizes auto_sizes=$auto_sizes"
     echo "codecs=$codecs algs=$algs other=$other_colls@$other_sizes iters=$iters warmup=$warmup idle_sleep_us=$idle_us"
-    echo "mpi: Debian mpich ($(mpichversion.mpich 2>/dev/null | head -1 | tr '\t' ' '))"
+    if [ $ompi = 1 ]; then
+        echo "mpi: Debian openmpi ($(mpiexec.openmpi --version 2>/dev/null | head -1)), ob1 + btl tcp (vader inside a node)"
+    else
+        echo "mpi: Debian mpich ($(mpichversion.mpich 2>/dev/null | head -1 | tr '\t' ' '))"
+    fi
 } > "$out/meta.txt"
 
 job_pid=""
@@ -139,7 +159,7 @@ run_job() {
     [ "$codec" = default ] && w=$dwarmup
     load=$(cut -d' ' -f1 /proc/loadavg)
     t0=$(date +%s)
-    "$dir/mpirun.sh" -n "$p" --ppn "$r" --finalize-fix --ucx-eager --idle-sleep --preload "$lib" --timeout "$timeout_s" \
+    "$dir/mpirun.sh" -n "$p" --ppn "$r" "${mpiopts[@]}" --idle-sleep --preload "$lib" --timeout "$timeout_s" \
         -genv MPITEST_IDLE_SLEEP_US "$idle_us" "${ENV[@]}" -- \
         "$bench" --coll "$colls" --sizes "$sz" --iters "$iters" --warmup "$w" --paired --cpu >"$o" 2>"$e" </dev/null &
     job_pid=$!
@@ -177,8 +197,8 @@ for topo in $topos; do
     "$dir/cluster.sh" up --delay "$delay" "$n" "$rate" "$burst" 2>&1 | tail -1 >&2
     if ! grep -q "^$topo	" "$out/alphabeta.tsv"; then
         pp=$out/logs/${topo}_pingpong.out
-        "$dir/mpirun.sh" -n $((n * r)) --ppn "$r" --finalize-fix --ucx-eager --idle-sleep --timeout 300 \
-            -genv MPITEST_IDLE_SLEEP_US "$idle_us" -- "$dir/build/pingpong" >"$pp" 2>&1 </dev/null || true
+        "$dir/mpirun.sh" -n $((n * r)) --ppn "$r" "${mpiopts[@]}" --idle-sleep --timeout 300 \
+            -genv MPITEST_IDLE_SLEEP_US "$idle_us" -- "$pingpong" >"$pp" 2>&1 </dev/null || true
         a=$(sed -n 's/.*alpha_s=\([^ ]*\).*/\1/p' "$pp") b=$(sed -n 's/.*beta_Bps=\([^ ]*\).*/\1/p' "$pp")
         bl=$(sed -n 's/.*beta_loaded_Bps=\([^ ]*\).*/\1/p' "$pp")
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$topo" "$n" "$r" "${a:-na}" "${b:-na}" "${bl:-na}" "$(cut -d' ' -f1 /proc/loadavg)" >> "$out/alphabeta.tsv"
