@@ -6,7 +6,7 @@
 #             codec), CMocka, pkg-config
 #   tests:    valgrind; clang 14 with its sanitizer runtimes and LLVM's OpenMP (the ASan/UBSan,
 #             TSan and libFuzzer builds of scripts/test-hardening.sh), gfortran (the Fortran
-#             test program), iproute2 (network namespaces of bench/netem)
+#             test program), iproute2 (network namespaces of bench/netem), iptables (cluster.sh --delay)
 #   examples: OpenBLAS, zlib, the Fashion-MNIST data set, gnuplot; the Python trainer:
 #             Debian's mpi4py (Open MPI), torch, numpy
 #   simulation: SimGrid 3.32's SMPI (smpicxx, smpirun; scripts/build-smpi.sh, bench/smpi/);
@@ -19,7 +19,7 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
       mpich libmpich-dev openmpi-bin libopenmpi-dev libhwloc-dev libfftw3-dev libzfp-dev libzstd-dev libfpzip-dev liblz4-dev libblosc-dev libcmocka-dev
-      valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
+      valgrind clang-14 libclang-rt-14-dev libomp-14-dev gfortran iproute2 iptables zlib1g-dev libopenblas-dev dataset-fashion-mnist gnuplot-nox
       python3-mpi4py python3-torch python3-numpy
       libsimgrid-dev
       debhelper dpkg-dev fakeroot lintian)

@@ -143,6 +143,7 @@ if [ $ompi -eq 1 ]; then
          --mca oob_tcp_if_include "$IFACE"
          "${xenv[@]}" "$@")
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export NSRSH_UTS=1   # every host its own hostname (nsrsh): Open MPI's node-local files
 else
     # shellcheck disable=SC2054  # "tcp,self" is one element
     cmd=("$mpiexec" -launcher rsh -launcher-exec "$dir/nsrsh" -hosts "$hosts" -iface "$IFACE"

@@ -18,7 +18,7 @@
 #       [--codecs "default bitpack:16 q8 terngrad"]
 #       [--algs "twophase halving_doubling hier_twophase hier_halving auto"]
 #       [--other-colls bcast,allgather] [--other-sizes 1M,4M]   per codec, default algorithm
-#       [--iters 3] [--warmup 1] [--default-warmup 9] [--idle-sleep-us 200] [--timeout 600] [--no-other]
+#       [--iters 3] [--warmup 1] [--default-warmup 30] [--idle-sleep-us 200] [--timeout 600] [--no-other]
 #       [--openmpi]                                Debian's Open MPI instead of MPICH: coll_bench
 #                                                  and pingpong built with mpicc.openmpi, --lib
 #                                                  the Open MPI build (libcompmpi_openmpi.so),
@@ -31,8 +31,10 @@
 # that algorithm among the node leaders, exact node bcast), only where R >= 2; auto =
 # libcompmpi's defaults (hierarchy=auto, allreduce_algorithm=auto). Codecs: `default` =
 # no COMPMPI_* setting but statistics and one thread (awp bitpack, cost model), run with
-# auto only and --default-warmup untimed iterations (the cost model explores the first 8
-# calls of a size: 4 exact, 4 compressed); `bitpack:16`, `q8`, `terngrad` = that codec,
+# auto only and --default-warmup untimed iterations (the cost model explores 10-28 calls
+# of a size class, exact and compressed in pairs: src/runtime/costmodel.h, kCostExplore*;
+# fewer warm-ups time the exploration itself, whose pairs each add a barrier and an
+# agreement); `bitpack:16`, `q8`, `terngrad` = that codec,
 # policy static, cost model off (the algorithm as it is).
 #
 # Every rank runs with COMPMPI_THREADS=1 and under mpirun.sh --idle-sleep (a waiting rank
@@ -49,7 +51,7 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 out="" lib="" topos="4x1 8x1 16x1 2x2 4x2 8x2 4x4" rate=200mbit delay=1000 burst=64kb
 sizes=1M,4M,16M auto_sizes=1M,4M,16M,64M codecs="default bitpack:16 q8 terngrad"
 algs="twophase halving_doubling hier_twophase hier_halving auto" other_colls=bcast,allgather other_sizes=1M,4M
-iters=3 warmup=1 dwarmup=9 idle_us=200 timeout_s=600 other=1 auto_one=0 ompi=0
+iters=3 warmup=1 dwarmup=30 idle_us=200 timeout_s=600 other=1 auto_one=0 ompi=0
 orig_args="$*"
 while [ $# -gt 0 ]; do
     case $1 in
