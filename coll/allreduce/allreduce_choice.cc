@@ -343,16 +343,16 @@ Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out
         if (COMPMPI_FAULT_ON())
             may = fault_hier_predicted(true, &e->predicted[0]) && fault_hier_predicted(false, &e->predicted[1]);
         const double ph = e->predicted[0], pf = e->predicted[1];
-        if (may && ph > 0 && pf > 0 && (ph * kAutoClear < pf || pf * kAutoClear < ph)) {
+        if (may && ph > 0 && pf > 0 && (ph * kAutoClear < pf || pf * kAutoClear < ph))
             e->decided = ph * kAutoClear < pf ? 0 : 1;
-            if (stats_enabled()) {
-                char line[240];
-                std::snprintf(line, sizeof line,
-                              "compmpi-stats-hier: ranks=%d nodes=%d floats=%zu predicted_hier_s=%.6f "
-                              "predicted_flat_s=%.6f (model) -> %s",
-                              c.size, h.nodes, n, ph, pf, e->decided ? "flat" : "hierarchical");
-                stats_note(line);
-            }
+        if (stats_enabled()) { /* decided: a compmpi-stats-hier line; else the timing's line follows */
+            char line[240];
+            std::snprintf(line, sizeof line,
+                          "compmpi-stats-hier%s: ranks=%d nodes=%d floats=%zu predicted_hier_s=%.6f "
+                          "predicted_flat_s=%.6f (model) -> %s",
+                          e->decided >= 0 ? "" : "-model", c.size, h.nodes, n, ph, pf,
+                          e->decided == 1 ? "flat" : e->decided == 0 ? "hierarchical" : "timed");
+            stats_note(line);
         }
     }
     if (!e || e->decided == 0) return run_hierarchical(c, sendbuf, out, n, h, sparse, hierarchical);
