@@ -314,9 +314,10 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
  * of n elements of `in` (the cheaper of two-phase and halving-doubling each, as auto picks;
  * 0: no prediction), from links, hosts and the codec measured on c.comm (collective over it:
  * every rank calls it for the same call; the numbers are agreed, so are the predictions).
- * (allreduce_model.cc) */
+ * *one_host: every rank of c.comm runs on one host (agreed too). (allreduce_model.cc) */
 template <class T>
-Status allreduce_nodes_predict(CollCtx &c, const T *in, size_t n, const HierComms &h, double pred[2]);
+Status allreduce_nodes_predict(CollCtx &c, const T *in, size_t n, const HierComms &h, double pred[2],
+                               bool *one_host);
 template <class T>
 Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out, size_t n, const HierComms &h,
                             bool sparse, bool *hierarchical);

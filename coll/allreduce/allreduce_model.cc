@@ -188,10 +188,12 @@ Status codec_speed(CollCtx &c, const T *in, size_t n, StageCodec *k) {
 }  // namespace
 
 template <class T>
-Status allreduce_nodes_predict(CollCtx &c, const T *in, size_t n, const HierComms &h, double pred[2]) {
+Status allreduce_nodes_predict(CollCtx &c, const T *in, size_t n, const HierComms &h, double pred[2],
+                               bool *one_host) {
     pred[0] = pred[1] = 0;
     const CollState::NodeModel *m = nullptr;
     CMPI_CHECK(node_model(c, h, &m));
+    *one_host = m->host_ranks >= c.size;
     StageCodec k;
     CMPI_CHECK(codec_speed(c, in, n, &k));
     k.clip = c.codec->prepare && c.params.clip > 0;
@@ -215,7 +217,7 @@ Status allreduce_nodes_predict(CollCtx &c, const T *in, size_t n, const HierComm
     return Status::ok;
 }
 
-template Status allreduce_nodes_predict(CollCtx &, const float *, size_t, const HierComms &, double *);
-template Status allreduce_nodes_predict(CollCtx &, const double *, size_t, const HierComms &, double *);
+template Status allreduce_nodes_predict(CollCtx &, const float *, size_t, const HierComms &, double *, bool *);
+template Status allreduce_nodes_predict(CollCtx &, const double *, size_t, const HierComms &, double *, bool *);
 
 }  // namespace compmpi

@@ -249,7 +249,7 @@ int fault_hier_predicted(bool hierarchical, double *t) {
     if (!g_spec.hier_model) return 0;
     if (g_spec.toward_hier == 2) *t = 1e-3;
     else if (hierarchical == (g_spec.toward_hier == 0)) *t *= g_spec.factor;
-    return 1;
+    return 2;
 }
 
 double fault_cost_factor(bool plain, uint64_t n) {

@@ -17,8 +17,8 @@
  * Argument fixed=BYTES: link_alpha_beta set, so the flat candidate's own choice (two-phase or
  * halving-doubling) is the model's, never explored, and the hierarchy's stage model predicts
  * nothing. Without it the stage model predicts both candidates first; it decides alone only
- * where its predictions are 4x apart, which hier_skew:model=1 arranges (then no call is timed
- * and every call runs the wanted one). Argument calls=K. */
+ * across hosts where its predictions are 4x apart, which hier_skew:model=1 arranges on this one
+ * host (then no call is timed and every call runs the wanted one). Argument calls=K. */
 #include "compmpi.h"
 #include "mpitest.h"
 
