@@ -269,7 +269,8 @@ Status coll_link_probe(CollCtx &c, double *alpha, double *beta);
  *   share of a rank's bytes that leaves its node, R ranks on the node's link), node = bytes
  *   (R - 1) / (P - 1) / beta_node, codec as above over P ranks (no clip), share(host_ranks).
  * share(x) = max(1, x / cores): x ranks coding at once on a host's cores. beta_node is what the
- * probe measures with every node's pairs exchanging at once. enc/dec 0: codec time left out. */
+ * probe measures with every node's pairs exchanging at once, both directions' bytes (shared
+ * memory is not full duplex). enc/dec 0: codec time left out. */
 struct StageLinks {
     double alpha = 0, beta = 0;           /* between nodes: s per message, bytes/s */
     double alpha_node = 0, beta_node = 0; /* inside a node (shared memory) */

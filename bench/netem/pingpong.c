@@ -21,7 +21,9 @@
  * two measurements over shared memory: rank 0 and its node's second rank (8 B to --max, the
  * same fit), then ranks 2i and 2i+1 of every node exchanging --max bytes at once (every node,
  * every pair: the node stages of the hierarchy run on all nodes at the same time, and here on
- * the same cores), one pair's bytes over the slowest pair's time:
+ * the same cores), one pair's bytes -- both directions, 2 x --max: shared memory is not full
+ * duplex, the two directions' copies share the same cores and memory -- over the slowest
+ * pair's time (a node stage's message, one way, takes its bytes over this):
  *   pingpong: node_alpha_s=... node_beta_Bps=... node_alpha_beta_bytes=... peer=...
  *   pingpong: node_exchange_bytes=... t_s=... node_beta_loaded_Bps=... pairs=...
  *
@@ -165,7 +167,7 @@ int main(int argc, char **argv) {
             PMPI_Allreduce(&mine, &pairs, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             if (rank == 0)
                 printf("pingpong: node_exchange_bytes=%ld t_s=%.9f node_beta_loaded_Bps=%.0f pairs=%d\n", maxb, best,
-                       (double)maxb / best, pairs);
+                       2.0 * (double)maxb / best, pairs);
             free(rbuf);
         }
         PMPI_Comm_free(&node);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tables and a plot from bench/netem/run_scale.sh results (docs/scale.md, "Emulated clusters").
 
-    scale_report.py DIR [DIR2 ...] [--plot PNG] [--size BYTES] [--auto-rerun DIR]
+    scale_report.py DIR [DIR2 ...] [--plot PNG] [--size BYTES] [--auto-rerun DIR] [--node-links DIR]
 
 Reads DIR/raw.tsv and DIR/alphabeta.tsv (rows of later DIRs replace earlier ones with the same
 topology, codec, algorithm, collective and size: a rerun of some jobs), and prints markdown:
@@ -30,8 +30,12 @@ link / beta) per algorithm, P = N x R ranks, block placement (ranks kR..kR+R-1 o
       R (P - R) M / (P k1) on a link, the ring allgather (P - 1) M / (P k2);
   halving_doubling (flat): 2 log2 P messages, of which those with partner distance >= R
       leave the node, carrying R x the rank's blob;
-  hier_*: the algorithm among N leaders (R = 1), node reduce and bcast over shared memory
-      not counted;
+  hier_*: the algorithm among N leaders (R = 1); the stage model (issue 40, model_stages:
+      tools/scale_model.py hier_stages / flat_stages) adds the node reduce and bcast over
+      shared memory (binomial trees at the intra-node alpha and beta of alphabeta.tsv, or of
+      --node-links DIR: a bench/netem/node_links.sh run), the leaders' codec at their core
+      share and terngrad's clamped copy on every rank; the flat algorithms get their bytes
+      inside a node, plain MPICH its steps inside a node;
   q8's allgather path (P <= 5, two-phase): P - 1 messages of whole blobs.
 """
 import csv
@@ -60,17 +64,20 @@ def fnum(x):
         return None
 
 
-def load(dirs):
+def load(dirs, node_only=False):
+    """raw.tsv and alphabeta.tsv of the runs (later ones win); node_only: the intra-node columns
+    of a links-only run (node_links.sh: no raw.tsv, no link columns)."""
     rows, ab = {}, {}
     for d in dirs:
-        with open(os.path.join(d, "raw.tsv")) as f:
-            for r in csv.DictReader(f, delimiter="\t"):
-                if fnum(r["ratio_med"]) is None:
-                    continue
-                rows[(r["topo"], r["codec"], r["alg"], r["coll"], int(r["bytes"]))] = r
+        if not node_only:
+            with open(os.path.join(d, "raw.tsv")) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    if fnum(r["ratio_med"]) is None:
+                        continue
+                    rows[(r["topo"], r["codec"], r["alg"], r["coll"], int(r["bytes"]))] = r
         with open(os.path.join(d, "alphabeta.tsv")) as f:
             for r in csv.DictReader(f, delimiter="\t"):
-                if fnum(r["alpha_s"]):
+                if fnum(r.get("alpha_node_s" if node_only else "alpha_s")) is not None:
                     ab[r["topo"]] = r
     return rows, ab
 
@@ -237,7 +244,7 @@ def main():
         else:
             dirs.append(args[i]); i += 1
     rows, ab = load(dirs)
-    node_ab = load([node_dir])[1] if node_dir else None
+    node_ab = load([node_dir], node_only=True)[1] if node_dir else None
     topos = sorted({k[0] for k in rows}, key=lambda t: (int(t.split("x")[1]), int(t.split("x")[0])))
     out = []
     p = out.append
@@ -256,6 +263,26 @@ def main():
                 else " | | |")
         p(f"| {t} | {n * rr} | {al * 1e3:.3f} | {be / 1e6:.1f} | {bl / 1e6:.1f} | {al * be / 1e3:.1f}{node} |")
     p("")
+
+    if node_ab:
+        p("### Inside a node (--node-links run: bench/netem/node_links.sh)\n")
+        spread = {}
+        sp = os.path.join(node_dir, "spread.tsv")
+        if os.path.exists(sp):
+            with open(sp) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    if fnum(r["beta_node_loaded_Bps"]):
+                        spread.setdefault(r["topo"], []).append(float(r["beta_node_loaded_Bps"]))
+        p("| topology | ranks | node alpha (ms) | node beta, one pair (MB/s) | node beta, all pairs at once (MB/s) | all pairs: rounds, min-max (MB/s) |")
+        p("| --- | ---: | ---: | ---: | ---: | --- |")
+        for t in sorted(node_ab, key=lambda t: (int(t.split("x")[1]), int(t.split("x")[0]))):
+            a = node_ab[t]
+            n, rr = map(int, t.split("x"))
+            v = sorted(spread.get(t, []))
+            rng = f"{len(v)}, {v[0] / 1e6:.0f}-{v[-1] / 1e6:.0f}" if v else ""
+            p(f"| {t} | {n * rr} | {float(a['alpha_node_s']) * 1e3:.3f} | {float(a['beta_node_Bps']) / 1e6:.0f} | "
+              f"{float(a['beta_node_loaded_Bps']) / 1e6:.0f} | {rng} |")
+        p("")
 
     algs_all = ["twophase", "halving_doubling", "hier_twophase", "hier_halving", "auto"]
     codecs = [c for c in ["bitpack:16", "q8", "terngrad"] if any(k[1] == c for k in rows)]
@@ -397,6 +424,29 @@ def main():
             if any(cells):
                 p(f"| {al} | " + " | ".join(cells) + " |")
         p("")
+        if node_ab and node_dir and os.path.exists(os.path.join(node_dir, "spread.tsv")):
+            # how much the hierarchy's error moves with beta_n: every topology at its slowest and
+            # at its fastest round of node_links.sh
+            spread = {}
+            with open(os.path.join(node_dir, "spread.tsv")) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    if fnum(r["beta_node_loaded_Bps"]):
+                        spread.setdefault(r["topo"], []).append(float(r["beta_node_loaded_Bps"]))
+            parts = []
+            for name, pick in (("slowest", min), ("fastest", max)):
+                ev = {}
+                for (t, c, al, coll, sz_), r in rows.items():
+                    if coll != "allreduce" or not al.startswith("hier_") or t not in spread or not ab.get(t):
+                        continue
+                    n, R = map(int, t.split("x"))
+                    a = ab[t]
+                    nl = (float(node_ab[t]["alpha_node_s"]), pick(spread[t]), False)
+                    tm = float(r["t_lib_med_s"])
+                    m1 = model_stages(al, c, n * R, R, sz_, float(a["alpha_s"]),
+                                      fnum(a["beta_loaded_Bps"]) or float(a["beta_Bps"]), nl)["total"]
+                    ev.setdefault(al, []).append(abs(m1 - tm) / tm)
+                parts.append(f"{name} round's beta_n: " + ", ".join(f"{al} {med(v):.0%}" for al, v in sorted(ev.items())))
+            p("Median abs error of the hierarchy with every topology's " + "; ".join(parts) + ".\n")
     if stages:
         big = max(s for *_, s, _, _ in [(x[0], x[1], x[2], x[3], x[4], x[5]) for x in stages])
         p(f"#### The hierarchy stage by stage at {sz(big)} (model, ms; measured beside it)\n")

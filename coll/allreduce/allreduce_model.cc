@@ -14,7 +14,8 @@
  *   the links between nodes: coll_link_probe over the leaders' communicator (what the leaders'
  *     own allreduce_algorithm=auto measures: kept in CollState::links for them);
  *   the links inside a node: coll_link_probe over the node communicators, every node's pairs
- *     at once (the node stages run on all nodes at the same time);
+ *     at once (the node stages run on all nodes at the same time), beta_node counting both
+ *     directions of the exchange (shared memory is not full duplex);
  *   the hosts: ranks sharing a host's cores (grouped by host name: the emulated nodes of
  *     docs/scale.md are namespaces of one host), the node leaders among them, the host's
  *     cores (fewest over the ranks);
@@ -136,7 +137,10 @@ Status node_model(CollCtx &c, const HierComms &h, const CollState::NodeModel **o
     double hc[2];
     CMPI_CHECK(host_counts(c, h, hc));
     const double cores = std::max(1u, std::thread::hardware_concurrency());
-    double v[7] = {an, 1 / bn, a, b > 0 ? 1 / b : 0, hc[0], hc[1], -cores};
+    /* inside a node both directions of the probe's exchange count (2 x its beta): shared memory
+     * is not full duplex, the two copies share the cores and the memory; between nodes the
+     * link is, and beta is one direction's */
+    double v[7] = {an, 1 / (2 * bn), a, b > 0 ? 1 / b : 0, hc[0], hc[1], -cores};
     CMPI_CHECK(agree_max(c, v, 7));
     c.st->node_models.push_back({c.comm, v[2], v[3] > 0 ? 1 / v[3] : 0, v[0], v[1] > 0 ? 1 / v[1] : 0,
                                  static_cast<int>(v[4]), static_cast<int>(v[5]), static_cast<int>(-v[6])});
