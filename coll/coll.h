@@ -64,6 +64,14 @@ struct CollState {
         double alpha, beta; /* seconds per message, bytes per second */
     };
     std::vector<LinkProbe> links;
+    /* what the stage model of the hierarchy (allreduce_model.cc) measured once per
+     * communicator where the hierarchy applies, agreed over its ranks */
+    struct NodeModel {
+        MPI_Comm comm;
+        double alpha, beta, alpha_node, beta_node; /* between nodes (leaders), inside a node */
+        int host_ranks, host_leaders, cores;
+    };
+    std::vector<NodeModel> node_models;
     /* The timed choices of allreduce_algorithm=auto (coll/allreduce/allreduce_choice.cc): two
      * candidates timed alternately on the first calls of a (communicator, kind, n, codec
      * parameters), then the faster one for every later call; at most kMaxAutoChoices entries.
@@ -83,6 +91,8 @@ struct CollState {
         double worst[2] = {0, 0}; /* slowest agreed sample */
         int extra = 0;            /* extra rounds taken because the samples overlapped */
         int decided = -1;         /* -1 exploring, else the candidate chosen */
+        bool modelled = false;    /* kind 1: the stage model's prediction was made */
+        double predicted[2] = {0, 0}; /* kind 1: its seconds per candidate (0: none) */
     };
     /* a deque: an entry stays where it is while a choice nested in it adds another */
     std::deque<AutoChoice> auto_choices;
@@ -242,6 +252,43 @@ AllreduceCost allreduce_halving_cost(const CollCtx &c, size_t n); /* (allreduce_
  * agreed by MAX over the ranks, kept per communicator in c.st->links), identical on every rank. */
 Status allreduce_alpha_beta(CollCtx &c, double *alpha_beta);
 inline constexpr double kAutoMargin = 0.10;
+/* A probe of c.comm's links (collective over it): pairs 2i <-> 2i+1 exchange 8 B and 1 MiB at
+ * once; alpha (s) and beta (bytes/s) agreed by MAX over the ranks (allreduce_choice.cc). */
+Status coll_link_probe(CollCtx &c, double *alpha, double *beta);
+
+/* ---- The alpha-beta stage model of one allreduce (coll/allreduce/allreduce_model.cc; the
+ * same formula as tools/scale_model.py's hier_stages / flat_stages, docs/scale.md "The model").
+ * Hierarchical, N nodes of R ranks, M bytes per rank:
+ *   node reduce = node bcast = ceil(log2 R) (alpha_node + M / beta_node)   (binomial trees)
+ *   link  = the leaders' algorithm: messages alpha + bytes / beta          (allreduce_cost)
+ *   codec = (E / enc + D / dec) share(host_leaders) + clip M / enc share(host_ranks)
+ *           two-phase E = M (1 + 1/N), D = M (2 - 1/N); halving E = M (1 + 1/N), D = 2 M;
+ *           clip: a clipping codec's clamped copy of every rank's contribution before the
+ *           node reduce (terngrad, allreduce_hierarchical.cc), a pass the flat one does not make
+ * Flat, P ranks, R per node: link = messages alpha + R bytes (P - R) / (P - 1) / beta (the
+ *   share of a rank's bytes that leaves its node, R ranks on the node's link), node = bytes
+ *   (R - 1) / (P - 1) / beta_node, codec as above over P ranks (no clip), share(host_ranks).
+ * share(x) = max(1, x / cores): x ranks coding at once on a host's cores. beta_node is what the
+ * probe measures with every node's pairs exchanging at once, both directions' bytes (shared
+ * memory is not full duplex). enc/dec 0: codec time left out. */
+struct StageLinks {
+    double alpha = 0, beta = 0;           /* between nodes: s per message, bytes/s */
+    double alpha_node = 0, beta_node = 0; /* inside a node (shared memory) */
+};
+struct StageShare {
+    int cores = 1, host_ranks = 1, host_leaders = 1; /* a host's cores, ranks and node leaders */
+};
+struct StageCodec {
+    double enc_Bps = 0, dec_Bps = 0; /* one thread, bytes of input per second */
+    bool clip = false;
+};
+struct StagePrediction {
+    double node_reduce = 0, link = 0, node_bcast = 0, codec = 0, total = 0; /* seconds */
+};
+StagePrediction allreduce_hier_predict(const StageLinks &l, const StageShare &s, const StageCodec &k, int nodes,
+                                       int per_node, double bytes, const AllreduceCost &leaders, bool halving);
+StagePrediction allreduce_flat_predict(const StageLinks &l, const StageShare &s, const StageCodec &k, int ranks,
+                                       int per_node, double bytes, const AllreduceCost &flat, bool halving);
 /* Sparse codecs (CODEC_SPARSE): allgather of variable-size blobs, sum in rank order. */
 template <class T> Status coll_allreduce_sparse(CollCtx &c, const T *in, T *out, size_t n);
 
@@ -264,6 +311,14 @@ Status coll_allreduce_hierarchical(CollCtx &c, const void *sendbuf, T *out, size
  * hierarchical algorithm's, `in` the flat one's. *hierarchical: what this call ran (a
  * hierarchy's non-leaders carry no error-feedback residual in it: c.ef_res and c.ef_new are
  * not used there). */
+/* The stage model's seconds for the hierarchical (pred[0]) and the flat (pred[1]) allreduce
+ * of n elements of `in` (the cheaper of two-phase and halving-doubling each, as auto picks;
+ * 0: no prediction), from links, hosts and the codec measured on c.comm (collective over it:
+ * every rank calls it for the same call; the numbers are agreed, so are the predictions).
+ * *one_host: every rank of c.comm runs on one host (agreed too). (allreduce_model.cc) */
+template <class T>
+Status allreduce_nodes_predict(CollCtx &c, const T *in, size_t n, const HierComms &h, double pred[2],
+                               bool *one_host);
 template <class T>
 Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out, size_t n, const HierComms &h,
                             bool sparse, bool *hierarchical);

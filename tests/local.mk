@@ -4,9 +4,14 @@ UNIT_CXXFLAGS = $(AM_CXXFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = libcompmpi_core.la $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts tests/unit/test_entropy
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts tests/unit/test_entropy \
+	tests/unit/test_stage_model
 TESTS_UNIT += tests/unit/test_codec tests/unit/test_settings tests/unit/test_policy tests/unit/test_costmodel \
-	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts tests/unit/test_entropy
+	tests/unit/test_simd_state tests/unit/test_verdict tests/unit/test_bound tests/unit/test_small_counts tests/unit/test_entropy \
+	tests/unit/test_stage_model
+tests_unit_test_stage_model_SOURCES = tests/unit/test_stage_model.cc tests/unit/testutil.h
+tests_unit_test_stage_model_CXXFLAGS = $(UNIT_CXXFLAGS)
+tests_unit_test_stage_model_LDADD = $(UNIT_LDADD)
 tests_unit_test_entropy_SOURCES = tests/unit/test_entropy.cc tests/unit/testutil.h
 tests_unit_test_entropy_CXXFLAGS = $(UNIT_CXXFLAGS)
 tests_unit_test_entropy_LDADD = $(UNIT_LDADD)

@@ -115,6 +115,44 @@ def k_sum(c, P, k):
     return k
 
 
+def tree_steps(R):
+    """Steps of a binomial tree over R ranks (MPI's reduce and bcast inside a node)."""
+    return math.ceil(math.log2(R)) if R > 1 else 0
+
+
+def stage_codec(p, M, enc, dec, halving=False):
+    """Codec seconds per rank of the dense allreduce over p ranks at one thread's speeds (bytes of
+    input per second): encode M (1 + 1/p); decode M (2 - 1/p) (two-phase) or 2 M (halving-doubling)."""
+    e = M * (1 + 1 / p)
+    d = 2 * M if halving else M * (2 - 1 / p)
+    return e / enc + d / dec
+
+
+def hier_stages(N, R, M, link, alpha_n, beta_n, enc, dec, halving=False, share_leaders=1.0, share_all=1.0,
+                clip=False):
+    """The hierarchical allreduce stage by stage (issue 40; the in-library model is the same formula:
+    coll/coll.h "The alpha-beta stage model", allreduce_hier_predict), N nodes of R ranks, M bytes:
+      node reduce = node bcast = ceil(log2 R) (alpha_n + M / beta_n)   (binomial trees; beta_n the
+          shared-memory bandwidth with every node's pairs exchanging at once)
+      link  = the leaders' algorithm among N ranks (given: its alpha-beta time)
+      codec = the leaders' codec work at their core share (share_leaders = max(1, leaders on a
+          host / its cores)), plus for clipping codecs (terngrad) the clamped copy of every rank's
+          contribution before the node reduce, M / enc at every rank's share (share_all)."""
+    node = tree_steps(R) * (alpha_n + M / beta_n)
+    codec = stage_codec(N, M, enc, dec, halving) * share_leaders + (M / enc * share_all if clip else 0)
+    return {"node_reduce": node, "link": link, "node_bcast": node, "codec": codec,
+            "total": 2 * node + link + codec}
+
+
+def flat_stages(P, R, M, link, wire_bytes, beta_n, enc, dec, halving=False, share_all=1.0):
+    """The flat allreduce over P ranks, R per node (same formula as allreduce_flat_predict): link
+    (given: the algorithm's alpha-beta time on the node links), the bytes that stay inside a node
+    (wire_bytes (R - 1) / (P - 1) over beta_n), the codec at every rank's core share."""
+    node = wire_bytes * (R - 1) / (P - 1) / beta_n if P > 1 and beta_n else 0.0
+    codec = stage_codec(P, M, enc, dec, halving) * share_all
+    return {"node": node, "link": link, "codec": codec, "total": node + link + codec}
+
+
 def auto_picks(c, P, M, k):
     """What allreduce_algorithm=auto chooses across nodes with link_alpha_beta fixed at ALPHA * AUTO_B
     (coll/allreduce/allreduce_choice.cc: the model alone): messages * ALPHA * AUTO_B + bytes sent

@@ -17,6 +17,15 @@
  * in a collective's step): a node's R x --max bytes over the slowest rank's time give the
  * link's beta under load:
  *   pingpong: exchange_bytes=... t_s=... beta_loaded_Bps=... ranks_per_node=R
+ * Inside a node (R >= 2; issue 40: the hierarchy's exact node reduce and bcast), the same
+ * two measurements over shared memory: rank 0 and its node's second rank (8 B to --max, the
+ * same fit), then ranks 2i and 2i+1 of every node exchanging --max bytes at once (every node,
+ * every pair: the node stages of the hierarchy run on all nodes at the same time, and here on
+ * the same cores), one pair's bytes -- both directions, 2 x --max: shared memory is not full
+ * duplex, the two directions' copies share the same cores and memory -- over the slowest
+ * pair's time (a node stage's message, one way, takes its bytes over this):
+ *   pingpong: node_alpha_s=... node_beta_Bps=... node_alpha_beta_bytes=... peer=...
+ *   pingpong: node_exchange_bytes=... t_s=... node_beta_loaded_Bps=... pairs=...
  *
  * Build: mpicc.mpich -O2 -o pingpong pingpong.c
  */
@@ -24,6 +33,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One-way times of 8 B .. maxb between `a` and `b` of comm (min of reps round trips / 2, after
+ * one untimed); rank a prints the sizes (with `prefix`) and returns alpha and beta (fit as in
+ * the top comment); other ranks return 0. */
+static void fit_pair(MPI_Comm comm, int a, int b, char *buf, long maxb, int reps, const char *prefix, double *alpha,
+                     double *beta) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    double xs[64], ts[64];
+    int np = 0;
+    *alpha = *beta = 0;
+    if (rank != a && rank != b) return;
+    const int other = rank == a ? b : a;
+    for (long s = 8; s <= maxb && np < 64; s = s < 1024 ? s * 8 : s * 4) {
+        double best = 1e30;
+        for (int r = -1; r < reps; ++r) {
+            double t0 = PMPI_Wtime();
+            if (rank == a) {
+                PMPI_Send(buf, (int)s, MPI_BYTE, other, 1, comm);
+                PMPI_Recv(buf, (int)s, MPI_BYTE, other, 1, comm, MPI_STATUS_IGNORE);
+            } else {
+                PMPI_Recv(buf, (int)s, MPI_BYTE, other, 1, comm, MPI_STATUS_IGNORE);
+                PMPI_Send(buf, (int)s, MPI_BYTE, other, 1, comm);
+            }
+            double t = (PMPI_Wtime() - t0) / 2;
+            if (r >= 0 && t < best) best = t;
+        }
+        xs[np] = (double)s, ts[np++] = best;
+        if (rank == a) printf("pingpong: %ssize=%ld t_s=%.9f\n", prefix, s, best);
+    }
+    if (rank != a) return;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int k = 0;
+    for (int i = 0; i < np; ++i)
+        if (xs[i] >= 262144) sx += xs[i], sy += ts[i], sxx += xs[i] * xs[i], sxy += xs[i] * ts[i], ++k;
+    const double slope = k > 1 ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : ts[np - 1] / xs[np - 1];
+    *alpha = ts[0], *beta = slope > 0 ? 1 / slope : 0;
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -53,37 +100,11 @@ int main(int argc, char **argv) {
     }
     char *buf = malloc((size_t)maxb);
     memset(buf, 1, (size_t)maxb);
-    double xs[64], ts[64];
-    int np = 0;
-    if (rank == 0 || rank == peer) {
-        const int other = rank == 0 ? peer : 0;
-        for (long s = 8; s <= maxb && np < 64; s = s < 1024 ? s * 8 : s * 4) {
-            double best = 1e30;
-            for (int r = -1; r < reps; ++r) {
-                double t0 = PMPI_Wtime();
-                if (rank == 0) {
-                    PMPI_Send(buf, (int)s, MPI_BYTE, other, 1, MPI_COMM_WORLD);
-                    PMPI_Recv(buf, (int)s, MPI_BYTE, other, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                } else {
-                    PMPI_Recv(buf, (int)s, MPI_BYTE, other, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    PMPI_Send(buf, (int)s, MPI_BYTE, other, 1, MPI_COMM_WORLD);
-                }
-                double t = (PMPI_Wtime() - t0) / 2;
-                if (r >= 0 && t < best) best = t;
-            }
-            xs[np] = (double)s, ts[np++] = best;
-            if (rank == 0) printf("pingpong: size=%ld t_s=%.9f\n", s, best);
-        }
-        if (rank == 0) {
-            double sx = 0, sy = 0, sxx = 0, sxy = 0;
-            int k = 0;
-            for (int i = 0; i < np; ++i)
-                if (xs[i] >= 262144) sx += xs[i], sy += ts[i], sxx += xs[i] * xs[i], sxy += xs[i] * ts[i], ++k;
-            const double slope = k > 1 ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : ts[np - 1] / xs[np - 1];
-            const double alpha = ts[0], beta = slope > 0 ? 1 / slope : 0;
-            printf("pingpong: alpha_s=%.9f beta_Bps=%.0f alpha_beta_bytes=%.0f peer=%d\n", alpha, beta, alpha * beta, peer);
-            fflush(stdout);
-        }
+    double alpha, beta;
+    fit_pair(MPI_COMM_WORLD, 0, peer, buf, maxb, reps, "", &alpha, &beta);
+    if (rank == 0) {
+        printf("pingpong: alpha_s=%.9f beta_Bps=%.0f alpha_beta_bytes=%.0f peer=%d\n", alpha, beta, alpha * beta, peer);
+        fflush(stdout);
     }
     /* every rank at once: send to the rank one node up, receive from the one a node down */
     {
@@ -109,6 +130,47 @@ int main(int argc, char **argv) {
                        ppn * (double)maxb / best, ppn);
         }
         free(rbuf);
+    }
+    /* inside a node: rank 0 and its node's rank 1, then every node's pairs at once */
+    {
+        MPI_Comm node;
+        int nr, ppn;
+        PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+        PMPI_Comm_rank(node, &nr);
+        PMPI_Comm_size(node, &ppn);
+        int minppn;
+        PMPI_Allreduce(&ppn, &minppn, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (minppn >= 2) {
+            double na, nb;
+            /* rank 0 of the world is rank 0 of its node (split keeps the world order) */
+            int zero_node = 0, flag = rank == 0;
+            PMPI_Allreduce(&flag, &zero_node, 1, MPI_INT, MPI_MAX, node);
+            if (zero_node) fit_pair(node, 0, 1, buf, maxb, reps, "node_", &na, &nb);
+            if (rank == 0) {
+                printf("pingpong: node_alpha_s=%.9f node_beta_Bps=%.0f node_alpha_beta_bytes=%.0f peer=1\n", na, nb,
+                       na * nb);
+                fflush(stdout);
+            }
+            char *rbuf = malloc((size_t)maxb);
+            const int partner = (nr ^ 1) < ppn ? (nr ^ 1) : MPI_PROC_NULL;
+            double best = 1e30;
+            for (int r = -1; r < reps; ++r) {
+                PMPI_Barrier(MPI_COMM_WORLD);
+                double t0 = PMPI_Wtime();
+                PMPI_Sendrecv(buf, (int)maxb, MPI_BYTE, partner, 3, rbuf, (int)maxb, MPI_BYTE, partner, 3, node,
+                              MPI_STATUS_IGNORE);
+                double t = PMPI_Wtime() - t0, tmax;
+                PMPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                if (r >= 0 && tmax < best) best = tmax;
+            }
+            int pairs = 0, mine = partner != MPI_PROC_NULL && nr % 2 == 0;
+            PMPI_Allreduce(&mine, &pairs, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            if (rank == 0)
+                printf("pingpong: node_exchange_bytes=%ld t_s=%.9f node_beta_loaded_Bps=%.0f pairs=%d\n", maxb, best,
+                       2.0 * (double)maxb / best, pairs);
+            free(rbuf);
+        }
+        PMPI_Comm_free(&node);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     free(buf);

@@ -41,7 +41,8 @@
 # sleeps MPITEST_IDLE_SLEEP_US instead of spinning: 16 ranks on 2 cores otherwise starve
 # each other; both arms alike), --finalize-fix and --ucx-eager. Per topology the cluster is
 # brought up once and pingpong measures alpha and beta between two nodes and beta with every
-# link loaded (alphabeta.tsv). Output: DIR/raw.tsv (one row per job line), DIR/alphabeta.tsv,
+# link loaded, and (R >= 2) alpha and beta inside a node, one pair and every node's pairs at
+# once (alphabeta.tsv). Output: DIR/raw.tsv (one row per job line), DIR/alphabeta.tsv,
 # DIR/meta.txt, DIR/logs/. bench/netem/scale_report.py turns them into tables and plots.
 set -euo pipefail
 dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -126,7 +127,7 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 [ -f "$out/raw.tsv" ] || printf 'topo\tnodes\tppn\tranks\tcodec\talg\tcoll\tbytes\tt_lib_med_s\tt_lib_min_s\tt_plain_med_s\tt_plain_min_s\tratio_med\tratio_lo\tratio_hi\tcpu\thost_busy\trq_wait\tcpu_plain\thost_busy_plain\trq_wait_plain\twire_ratio\thierarchical\thalving\tcalls\tstatus\tload1\tauto_decisions\tlink_alpha_beta\n' > "$out/raw.tsv"
-[ -f "$out/alphabeta.tsv" ] || printf 'topo\tnodes\tppn\talpha_s\tbeta_Bps\tbeta_loaded_Bps\tload1\n' > "$out/alphabeta.tsv"
+[ -f "$out/alphabeta.tsv" ] || printf 'topo\tnodes\tppn\talpha_s\tbeta_Bps\tbeta_loaded_Bps\tload1\talpha_node_s\tbeta_node_Bps\tbeta_node_loaded_Bps\n' > "$out/alphabeta.tsv"
 
 # codec_env SPEC -> ENV array
 codec_env() {
@@ -201,10 +202,14 @@ for topo in $topos; do
         pp=$out/logs/${topo}_pingpong.out
         "$dir/mpirun.sh" -n $((n * r)) --ppn "$r" "${mpiopts[@]}" --idle-sleep --timeout 300 \
             -genv MPITEST_IDLE_SLEEP_US "$idle_us" -- "$pingpong" >"$pp" 2>&1 </dev/null || true
-        a=$(sed -n 's/.*alpha_s=\([^ ]*\).*/\1/p' "$pp") b=$(sed -n 's/.*beta_Bps=\([^ ]*\).*/\1/p' "$pp")
-        bl=$(sed -n 's/.*beta_loaded_Bps=\([^ ]*\).*/\1/p' "$pp")
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$topo" "$n" "$r" "${a:-na}" "${b:-na}" "${bl:-na}" "$(cut -d' ' -f1 /proc/loadavg)" >> "$out/alphabeta.tsv"
-        log "  pingpong: alpha ${a:-na} s, beta ${b:-na} B/s, loaded ${bl:-na} B/s"
+        a=$(sed -n 's/^pingpong: alpha_s=\([^ ]*\).*/\1/p' "$pp") b=$(sed -n 's/^pingpong: alpha_s=.* beta_Bps=\([^ ]*\).*/\1/p' "$pp")
+        bl=$(sed -n 's/.* beta_loaded_Bps=\([^ ]*\).*/\1/p' "$pp")
+        # inside a node (R >= 2): shared memory, one pair, and every node's pairs at once
+        na=$(sed -n 's/^pingpong: node_alpha_s=\([^ ]*\).*/\1/p' "$pp") nb=$(sed -n 's/.* node_beta_Bps=\([^ ]*\).*/\1/p' "$pp")
+        nbl=$(sed -n 's/.*node_beta_loaded_Bps=\([^ ]*\).*/\1/p' "$pp")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$topo" "$n" "$r" "${a:-na}" "${b:-na}" "${bl:-na}" \
+            "$(cut -d' ' -f1 /proc/loadavg)" "${na:-na}" "${nb:-na}" "${nbl:-na}" >> "$out/alphabeta.tsv"
+        log "  pingpong: alpha ${a:-na} s, beta ${b:-na} B/s, loaded ${bl:-na} B/s; node: alpha ${na:-na} s, beta ${nb:-na} B/s, loaded ${nbl:-na} B/s"
     fi
     for codec in $codecs; do
         for alg in $algs; do

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tables and a plot from bench/netem/run_scale.sh results (docs/scale.md, "Emulated clusters").
 
-    scale_report.py DIR [DIR2 ...] [--plot PNG] [--size BYTES] [--auto-rerun DIR]
+    scale_report.py DIR [DIR2 ...] [--plot PNG] [--size BYTES] [--auto-rerun DIR] [--node-links DIR]
 
 Reads DIR/raw.tsv and DIR/alphabeta.tsv (rows of later DIRs replace earlier ones with the same
 topology, codec, algorithm, collective and size: a rerun of some jobs), and prints markdown:
@@ -30,8 +30,12 @@ link / beta) per algorithm, P = N x R ranks, block placement (ranks kR..kR+R-1 o
       R (P - R) M / (P k1) on a link, the ring allgather (P - 1) M / (P k2);
   halving_doubling (flat): 2 log2 P messages, of which those with partner distance >= R
       leave the node, carrying R x the rank's blob;
-  hier_*: the algorithm among N leaders (R = 1), node reduce and bcast over shared memory
-      not counted;
+  hier_*: the algorithm among N leaders (R = 1); the stage model (issue 40, model_stages:
+      tools/scale_model.py hier_stages / flat_stages) adds the node reduce and bcast over
+      shared memory (binomial trees at the intra-node alpha and beta of alphabeta.tsv, or of
+      --node-links DIR: a bench/netem/node_links.sh run), the leaders' codec at their core
+      share and terngrad's clamped copy on every rank; the flat algorithms get their bytes
+      inside a node, plain MPICH its steps inside a node;
   q8's allgather path (P <= 5, two-phase): P - 1 messages of whole blobs.
 """
 import csv
@@ -60,17 +64,20 @@ def fnum(x):
         return None
 
 
-def load(dirs):
+def load(dirs, node_only=False):
+    """raw.tsv and alphabeta.tsv of the runs (later ones win); node_only: the intra-node columns
+    of a links-only run (node_links.sh: no raw.tsv, no link columns)."""
     rows, ab = {}, {}
     for d in dirs:
-        with open(os.path.join(d, "raw.tsv")) as f:
-            for r in csv.DictReader(f, delimiter="\t"):
-                if fnum(r["ratio_med"]) is None:
-                    continue
-                rows[(r["topo"], r["codec"], r["alg"], r["coll"], int(r["bytes"]))] = r
+        if not node_only:
+            with open(os.path.join(d, "raw.tsv")) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    if fnum(r["ratio_med"]) is None:
+                        continue
+                    rows[(r["topo"], r["codec"], r["alg"], r["coll"], int(r["bytes"]))] = r
         with open(os.path.join(d, "alphabeta.tsv")) as f:
             for r in csv.DictReader(f, delimiter="\t"):
-                if fnum(r["alpha_s"]):
+                if fnum(r.get("alpha_node_s" if node_only else "alpha_s")) is not None:
                     ab[r["topo"]] = r
     return rows, ab
 
@@ -115,7 +122,54 @@ def comm_time(alg, P, R, M, codec, alpha, beta):
     raise ValueError(alg)
 
 
+def wire_bytes(alg, P, M, codec):
+    """bytes one rank sends in the flat algorithm (the node traffic of flat_stages)."""
+    k1 = ksum(codec, 1)
+    if alg == "twophase":
+        if codec == "q8" and P <= 5:
+            return (P - 1) * M / k1
+        return (P - 1) / P * M / k1 + (P - 1) / P * M / ksum(codec, P)
+    Q = 1 << int(log2(P))
+    steps = int(log2(Q))
+    return sum(M / 2 ** (s + 1) / ksum(codec, 1 << s) for s in range(steps)) + (Q - 1) / Q * M / ksum(codec, P)
+
+
+def node_link(ab, t, node_ab):
+    """alpha and beta inside a node for topology t (every node's pairs at once): its own alphabeta
+    row, else the --node-links run's; None where neither measured it."""
+    for src in (ab, node_ab or {}):
+        a = src.get(t)
+        if a and fnum(a.get("alpha_node_s")) is not None and (fnum(a.get("beta_node_loaded_Bps")) or 0) > 0:
+            return float(a["alpha_node_s"]), float(a["beta_node_loaded_Bps"]), src is ab
+    return None
+
+
+def model_stages(alg, codec, P, R, M, alpha, beta, nl):
+    """The stage model (tools/scale_model.py hier_stages / flat_stages; coll/coll.h) of one
+    allreduce; nl = node_link(...) or None (node stages left out). Plain MPICH: its alpha-beta
+    time plus its steps inside a node (Rabenseifner, distance 1 first: log2 R steps each way,
+    2 M (1 - 1/R) bytes over shared memory)."""
+    tc = comm_time(alg, P, R, M, codec, alpha, beta)
+    an, bn = (nl[0], nl[1]) if nl else (0.0, 0.0)
+    if alg == "plain":
+        node = 2 * log2(R) * an + (2 * M * (1 - 1 / R) / bn if bn else 0.0)
+        return {"node": node, "link": tc, "codec": 0.0, "total": node + tc}
+    enc, dec = CODEC_GBPS.get(codec, (10.0, 10.0))
+    halving = alg.endswith("halving") or alg == "halving_doubling"
+    if alg.startswith("hier_"):
+        N = P // R
+        st = scale_model.hier_stages(N, R, M, tc, an, bn if bn else float("inf"), enc * 1e9, dec * 1e9, halving,
+                                     share_leaders=max(1.0, N / CORES), share_all=max(1.0, P / CORES),
+                                     clip=codec == "terngrad")
+        st["node"] = st["node_reduce"] + st["node_bcast"]
+        return st
+    return scale_model.flat_stages(P, R, M, tc, wire_bytes(alg, P, M, codec), bn, enc * 1e9, dec * 1e9, halving,
+                                   share_all=max(1.0, P / CORES))
+
+
 def codec_time(alg, codec, P, R, M):
+    """The model before issue 40 (kept to show the change): every algorithm's codec at every
+    rank's core share, the hierarchy's node stages left out."""
     enc, dec = CODEC_GBPS.get(codec, (10.0, 10.0))
     share = max(1.0, P / CORES)  # every rank encodes at once on the machine's cores
     if alg.startswith("hier_"):
@@ -175,7 +229,7 @@ def sz(b):
 
 def main():
     args = sys.argv[1:]
-    plot, md_size, rerun = None, 16 << 20, None
+    plot, md_size, rerun, node_dir = None, 16 << 20, None, None
     dirs = []
     i = 0
     while i < len(args):
@@ -183,25 +237,52 @@ def main():
             plot = args[i + 1]; i += 2
         elif args[i] == "--auto-rerun":
             rerun = args[i + 1]; i += 2
+        elif args[i] == "--node-links":
+            node_dir = args[i + 1]; i += 2
         elif args[i] == "--size":
             md_size = int(args[i + 1]); i += 2
         else:
             dirs.append(args[i]); i += 1
     rows, ab = load(dirs)
+    node_ab = load([node_dir], node_only=True)[1] if node_dir else None
     topos = sorted({k[0] for k in rows}, key=lambda t: (int(t.split("x")[1]), int(t.split("x")[0])))
     out = []
     p = out.append
     p("### The links (pingpong between two nodes; loaded: every rank exchanging with another node at once)\n")
-    p("| topology | ranks | alpha (ms) | beta (MB/s) | beta loaded (MB/s) | alpha x beta (KB) |")
-    p("| --- | ---: | ---: | ---: | ---: | ---: |")
+    p("| topology | ranks | alpha (ms) | beta (MB/s) | beta loaded (MB/s) | alpha x beta (KB) | "
+      "node alpha (ms) | node beta (MB/s) | node beta, all pairs (MB/s) |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in topos:
         a = ab.get(t)
         if not a:
             continue
         n, rr = map(int, t.split("x"))
         al, be, bl = float(a["alpha_s"]), float(a["beta_Bps"]), fnum(a["beta_loaded_Bps"]) or float("nan")
-        p(f"| {t} | {n * rr} | {al * 1e3:.3f} | {be / 1e6:.1f} | {bl / 1e6:.1f} | {al * be / 1e3:.1f} |")
+        na, nb, nbl = fnum(a.get("alpha_node_s")), fnum(a.get("beta_node_Bps")), fnum(a.get("beta_node_loaded_Bps"))
+        node = (f" | {na * 1e3:.3f} | {nb / 1e6:.0f} | {nbl / 1e6:.0f}" if na is not None and nb is not None and nbl
+                else " | | |")
+        p(f"| {t} | {n * rr} | {al * 1e3:.3f} | {be / 1e6:.1f} | {bl / 1e6:.1f} | {al * be / 1e3:.1f}{node} |")
     p("")
+
+    if node_ab:
+        p("### Inside a node (--node-links run: bench/netem/node_links.sh)\n")
+        spread = {}
+        sp = os.path.join(node_dir, "spread.tsv")
+        if os.path.exists(sp):
+            with open(sp) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    if fnum(r["beta_node_loaded_Bps"]):
+                        spread.setdefault(r["topo"], []).append(float(r["beta_node_loaded_Bps"]))
+        p("| topology | ranks | node alpha (ms) | node beta, one pair (MB/s) | node beta, all pairs at once (MB/s) | all pairs: rounds, min-max (MB/s) |")
+        p("| --- | ---: | ---: | ---: | ---: | --- |")
+        for t in sorted(node_ab, key=lambda t: (int(t.split("x")[1]), int(t.split("x")[0]))):
+            a = node_ab[t]
+            n, rr = map(int, t.split("x"))
+            v = sorted(spread.get(t, []))
+            rng = f"{len(v)}, {v[0] / 1e6:.0f}-{v[-1] / 1e6:.0f}" if v else ""
+            p(f"| {t} | {n * rr} | {float(a['alpha_node_s']) * 1e3:.3f} | {float(a['beta_node_Bps']) / 1e6:.0f} | "
+              f"{float(a['beta_node_loaded_Bps']) / 1e6:.0f} | {rng} |")
+        p("")
 
     algs_all = ["twophase", "halving_doubling", "hier_twophase", "hier_halving", "auto"]
     codecs = [c for c in ["bitpack:16", "q8", "terngrad"] if any(k[1] == c for k in rows)]
@@ -258,11 +339,18 @@ def main():
 
     p("### Allreduce per configuration: speedup / fraction of the alpha-beta ideal / model error\n")
     p("Ideal: the algorithm's alpha-beta communication time at the measured alpha, loaded beta and wire "
-      "ratio, codecs free. Model: that plus codec time (one-thread speeds / ranks per core). Plain: "
-      "MPICH's measured time against its own alpha-beta model.\n")
+      "ratio, codecs free. Model error: (model - measured) / measured, before -> after issue 40. Before: "
+      "that communication time plus codec time at one-thread speeds, every rank's core share "
+      "(ranks / 2 cores), the hierarchy's node stages left out. After: the stage model (tools/scale_model.py "
+      "hier_stages / flat_stages; coll/coll.h): plus the node reduce and bcast (binomial trees at the "
+      "measured intra-node alpha and beta, every node's pairs at once), the hierarchy's codec at the "
+      "leaders' core share (nodes / 2 cores) and terngrad's clamped copy on every rank, the flat "
+      "algorithms' and plain MPICH's bytes inside a node. Plain: MPICH's measured time against its own "
+      "alpha-beta model.\n")
     p("| topology | codec | algorithm | " + " | ".join(sz(s) for s in sizes) + " |")
     p("| --- | --- | --- | " + " | ".join("---" for _ in sizes) + " |")
-    errs = []
+    errs = []  # (algorithm, topology, before, after)
+    stages = []
     for t in topos:
         a = ab.get(t)
         if not a:
@@ -271,6 +359,7 @@ def main():
         P = n * R
         alpha = float(a["alpha_s"])
         beta = fnum(a["beta_loaded_Bps"]) or float(a["beta_Bps"])
+        nl = node_link(ab, t, node_ab) if R > 1 else None
         # plain MPICH
         cells = []
         for s in sizes:
@@ -279,9 +368,10 @@ def main():
                 cells.append("")
                 continue
             tp = sorted(float(r["t_plain_med_s"]) for r in rs)[len(rs) // 2]
-            m = comm_time("plain", P, R, s, None, alpha, beta)
-            errs.append(("plain", (m - tp) / tp))
-            cells.append(f"{tp * 1e3:.0f} ms / {m / tp:.2f} / {(m - tp) / tp:+.0%}")
+            m0 = comm_time("plain", P, R, s, None, alpha, beta)
+            m1 = model_stages("plain", None, P, R, s, alpha, beta, nl)["total"]
+            errs.append(("plain", t, (m0 - tp) / tp, (m1 - tp) / tp))
+            cells.append(f"{tp * 1e3:.0f} ms / {m0 / tp:.2f} / {(m0 - tp) / tp:+.0%} -> {(m1 - tp) / tp:+.0%}")
         p(f"| {t} | (none) | plain MPICH | " + " | ".join(cells) + " |")
         for c in codecs:
             for al in algs_all[:-1]:
@@ -293,17 +383,81 @@ def main():
                         continue
                     tc = comm_time(al, P, R, s, c, alpha, beta)
                     tm = float(r["t_lib_med_s"])
-                    model = tc + codec_time(al, c, P, R, s)
-                    errs.append((al, (model - tm) / tm))
+                    m0 = tc + codec_time(al, c, P, R, s)
+                    st = model_stages(al, c, P, R, s, alpha, beta, nl)
+                    m1 = st["total"]
+                    errs.append((al, t, (m0 - tm) / tm, (m1 - tm) / tm))
+                    if al.startswith("hier_"):
+                        stages.append((t, c, al, s, tm, st))
                     cells.append(f"{1 / float(r['ratio_med']):.2f}{'*' if core_limited(r) else ''} / "
-                                 f"{tc / tm:.2f} / {(model - tm) / tm:+.0%}")
+                                 f"{tc / tm:.2f} / {(m0 - tm) / tm:+.0%} -> {(m1 - tm) / tm:+.0%}")
                 if any(cells):
                     p(f"| {t} | {c} | {al} | " + " | ".join(cells) + " |")
     p("")
     if errs:
-        p("Model error, median |error| by algorithm: " + ", ".join(
-            f"{al} {sorted(abs(e) for a2, e in errs if a2 == al)[len([1 for a2, _ in errs if a2 == al]) // 2]:.0%}"
-            for al in ["plain"] + algs_all[:-1] if any(a2 == al for a2, _ in errs)) + ".\n")
+        def med(v):
+            v = sorted(v)
+            return v[len(v) // 2] if v else float("nan")
+        p("#### Model error per algorithm (median |error| over configurations, before -> after)\n")
+        src = {t: ("own run" if node_link(ab, t, node_ab)[2] else "--node-links run") for t in topos
+               if int(t.split("x")[1]) > 1 and ab.get(t) and node_link(ab, t, node_ab)}
+        if src:
+            p("Intra-node alpha and beta from: " + ", ".join(f"{t} {w}" for t, w in src.items()) + ".\n")
+        p("| algorithm | configurations | median abs error before | after | after, within 20% | after, median error (signed) |")
+        p("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for al in ["plain"] + algs_all[:-1]:
+            e = [x for x in errs if x[0] == al]
+            if not e:
+                continue
+            inside = sum(1 for x in e if abs(x[3]) <= 0.20)
+            p(f"| {al} | {len(e)} | {med([abs(x[2]) for x in e]):.0%} | {med([abs(x[3]) for x in e]):.0%} | "
+              f"{inside} of {len(e)} | {med([x[3] for x in e]):+.0%} |")
+        p("")
+        tps = [t for t in topos if any(x[1] == t for x in errs)]
+        p("| algorithm | " + " | ".join(tps) + " |")
+        p("| --- | " + " | ".join("---:" for _ in tps) + " |")
+        for al in ["plain"] + algs_all[:-1]:
+            cells = []
+            for t in tps:
+                e = [x for x in errs if x[0] == al and x[1] == t]
+                cells.append(f"{med([abs(x[2]) for x in e]):.0%} -> {med([abs(x[3]) for x in e]):.0%}" if e else "")
+            if any(cells):
+                p(f"| {al} | " + " | ".join(cells) + " |")
+        p("")
+        if node_ab and node_dir and os.path.exists(os.path.join(node_dir, "spread.tsv")):
+            # how much the hierarchy's error moves with beta_n: every topology at its slowest and
+            # at its fastest round of node_links.sh
+            spread = {}
+            with open(os.path.join(node_dir, "spread.tsv")) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    if fnum(r["beta_node_loaded_Bps"]):
+                        spread.setdefault(r["topo"], []).append(float(r["beta_node_loaded_Bps"]))
+            parts = []
+            for name, pick in (("slowest", min), ("fastest", max)):
+                ev = {}
+                for (t, c, al, coll, sz_), r in rows.items():
+                    if coll != "allreduce" or not al.startswith("hier_") or t not in spread or not ab.get(t):
+                        continue
+                    n, R = map(int, t.split("x"))
+                    a = ab[t]
+                    nl = (float(node_ab[t]["alpha_node_s"]), pick(spread[t]), False)
+                    tm = float(r["t_lib_med_s"])
+                    m1 = model_stages(al, c, n * R, R, sz_, float(a["alpha_s"]),
+                                      fnum(a["beta_loaded_Bps"]) or float(a["beta_Bps"]), nl)["total"]
+                    ev.setdefault(al, []).append(abs(m1 - tm) / tm)
+                parts.append(f"{name} round's beta_n: " + ", ".join(f"{al} {med(v):.0%}" for al, v in sorted(ev.items())))
+            p("Median abs error of the hierarchy with every topology's " + "; ".join(parts) + ".\n")
+    if stages:
+        big = max(s for *_, s, _, _ in [(x[0], x[1], x[2], x[3], x[4], x[5]) for x in stages])
+        p(f"#### The hierarchy stage by stage at {sz(big)} (model, ms; measured beside it)\n")
+        p("| topology | codec | algorithm | node reduce + bcast | link | codec | model | measured | node stages' share |")
+        p("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for t, c, al, s, tm, st in stages:
+            if s != big:
+                continue
+            p(f"| {t} | {c} | {al} | {st['node'] * 1e3:.0f} | {st['link'] * 1e3:.0f} | {st['codec'] * 1e3:.0f} | "
+              f"{st['total'] * 1e3:.0f} | {tm * 1e3:.0f} | {st['node'] / st['total']:.0%} |")
+        p("")
 
     others = sorted([k for k in rows if k[3] in ("bcast", "allgather")], key=lambda k: (topos.index(k[0]), k[3], k[1], k[4]))
     if others:

@@ -27,7 +27,11 @@
  *       the same timed choice between the hierarchical algorithm and the flat one (what the
  *       lines above choose over all ranks); calls where a choice nested in a candidate
  *       explored (the flat one's, or the leaders') are no samples; ties keep the hierarchy;
- *       at most kMaxExploreCalls exploring calls.
+ *       at most kMaxExploreCalls exploring calls. Before the first of them (measured links
+ *       only, not with link_alpha_beta set) the stage model (allreduce_model.cc) predicts both,
+ *       node reduce and bcast, the leaders' links and the codec at each one's core share
+ *       included; where the ranks span several hosts, predictions more than kAutoClear apart
+ *       decide alone.
  *     The model alone was >10% off the best algorithm in emulated clusters (docs/scale.md):
  *     it counts neither pipelined segments' exchanges nor what MPI's alltoall and
  *     allgather make of a message schedule; the measured time counts everything.
@@ -111,6 +115,8 @@ Status probe(CollCtx &c, double *alpha, double *beta) {
 }
 
 }  // namespace
+
+Status coll_link_probe(CollCtx &c, double *alpha, double *beta) { return probe(c, alpha, beta); }
 
 Status allreduce_alpha_beta(CollCtx &c, double *alpha_beta) {
     if (c.settings->link_alpha_beta > 0)
@@ -329,6 +335,34 @@ Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out
     const bool timed = !sparse && c.settings->hierarchy == enum_value(SettingId::hierarchy, "auto") &&
                        c.settings->allreduce_algorithm == enum_value(SettingId::allreduce_algorithm, "auto");
     CollState::AutoChoice *e = timed ? auto_choice(c, kNodes, n) : nullptr;
+    if (e && !e->modelled && e->explored == 0 && c.settings->link_alpha_beta == 0) {
+        /* the stage model first (measured links only): where the predictions are kAutoClear
+         * apart it decides alone, as the dense choice's model does */
+        e->modelled = true;
+        bool one_host = true;
+        CMPI_CHECK(allreduce_nodes_predict(c, in, n, h, e->predicted, &one_host));
+        /* every rank on one host: the nodes are emulated (node_size, namespaces), their links
+         * the same memory and cores, and predictions some 2-4x apart there swing with the load:
+         * the model predicts, the timing decides */
+        bool may = !one_host;
+        if (COMPMPI_FAULT_ON()) { /* (test-only: COMPMPI_FAULT=hier_skew fixes which one decides, and how) */
+            const int f = fault_hier_predicted(true, &e->predicted[0]);
+            fault_hier_predicted(false, &e->predicted[1]);
+            may = f == 2 || (f == 1 && may);
+        }
+        const double ph = e->predicted[0], pf = e->predicted[1];
+        if (may && ph > 0 && pf > 0 && (ph * kAutoClear < pf || pf * kAutoClear < ph))
+            e->decided = ph * kAutoClear < pf ? 0 : 1;
+        if (stats_enabled()) { /* decided: a compmpi-stats-hier line; else the timing's line follows */
+            char line[240];
+            std::snprintf(line, sizeof line,
+                          "compmpi-stats-hier%s: ranks=%d nodes=%d floats=%zu predicted_hier_s=%.6f "
+                          "predicted_flat_s=%.6f (model) -> %s",
+                          e->decided >= 0 ? "" : "-model", c.size, h.nodes, n, ph, pf,
+                          e->decided == 1 ? "flat" : e->decided == 0 ? "hierarchical" : "timed");
+            stats_note(line);
+        }
+    }
     if (!e || e->decided == 0) return run_hierarchical(c, sendbuf, out, n, h, sparse, hierarchical);
     *hierarchical = false;
     if (e->decided == 1) return coll_allreduce_dense(c, in, out, n, h.nodes);
@@ -347,12 +381,12 @@ Status coll_allreduce_nodes(CollCtx &c, const void *sendbuf, const T *in, T *out
     sample(*e, k, t, unsettled);
     c.exploring = true;
     if (e->decided >= 0 && stats_enabled()) {
-        char line[280];
+        char line[360];
         std::snprintf(line, sizeof line,
                       "compmpi-stats-hier: ranks=%d nodes=%d floats=%zu hierarchical_s=%.6f flat_s=%.6f "
-                      "samples=%d,%d extra_rounds=%d calls=%d -> %s",
-                      c.size, h.nodes, n, e->best[0], e->best[1], e->samples[0], e->samples[1], e->extra,
-                      e->explored, e->decided ? "flat" : "hierarchical");
+                      "predicted_hier_s=%.6f predicted_flat_s=%.6f samples=%d,%d extra_rounds=%d calls=%d -> %s",
+                      c.size, h.nodes, n, e->best[0], e->best[1], e->predicted[0], e->predicted[1], e->samples[0],
+                      e->samples[1], e->extra, e->explored, e->decided ? "flat" : "hierarchical");
         stats_note(line);
     }
     return Status::ok;

@@ -31,6 +31,7 @@ struct Spec {
     bool toward_comp = true; /* cost_skew */
     double factor = 100;    /* cost_skew, hier_skew */
     int toward_hier = 0;    /* hier_skew: 0 flat, 1 hierarchical, 2 tie */
+    bool hier_model = false; /* hier_skew: skew the stage model's predictions (model=1), not the samples */
 };
 Spec g_spec;
 std::mutex g_mu;
@@ -111,6 +112,9 @@ bool parse(const char *text, Spec *s, std::string *err) {
             if (val != "flat" && val != "hierarchical" && val != "tie")
                 return *err = "toward= is flat, hierarchical or tie", false;
             s->toward_hier = val == "flat" ? 0 : val == "hierarchical" ? 1 : 2;
+        } else if (key == "model" && s->kind == FaultKind::hier_skew) {
+            if (val != "0" && val != "1") return *err = "model= is 0 or 1", false;
+            s->hier_model = val == "1";
         } else if (key == "factor" && (s->kind == FaultKind::cost_skew || s->kind == FaultKind::hier_skew)) {
             const double f = std::strtod(val.c_str(), &e);
             if (val.empty() || *e || !(f > 0 && f < 1e9)) return *err = "factor= needs a number above 0", false;
@@ -234,10 +238,18 @@ bool fault_cost_mode() {
 }
 
 double fault_hier_sample(bool hierarchical, double t) {
-    if (g_spec.kind != FaultKind::hier_skew) return t;
+    if (g_spec.kind != FaultKind::hier_skew || g_spec.hier_model) return t;
     if (g_spec.toward_hier == 2) return 1e-3;
     /* toward flat: the hierarchical samples slow down, and the reverse */
     return hierarchical == (g_spec.toward_hier == 0) ? t * g_spec.factor : t;
+}
+
+int fault_hier_predicted(bool hierarchical, double *t) {
+    if (g_spec.kind != FaultKind::hier_skew) return 1;
+    if (!g_spec.hier_model) return 0;
+    if (g_spec.toward_hier == 2) *t = 1e-3;
+    else if (hierarchical == (g_spec.toward_hier == 0)) *t *= g_spec.factor;
+    return 2;
 }
 
 double fault_cost_factor(bool plain, uint64_t n) {

@@ -58,7 +58,10 @@
  *                   on every rank: toward=flat (default) multiplies every hierarchical sample by
  *                   F, toward=hierarchical every flat sample; factor=F (default 100, > 0);
  *                   toward=tie sets every sample of both to 1 ms, so the samples always
- *                   overlap (the bounded extra rounds, then the tie rule: hierarchical)
+ *                   overlap (the bounded extra rounds, then the tie rule: hierarchical).
+ *                   The stage model's predictions (made before the timing, allreduce_model.cc)
+ *                   then never decide; model=1: the fault changes the predictions instead of
+ *                   the samples, the same way, and lets them decide on one host too
  *   R is the rank in MPI_COMM_WORLD; N counts this rank's compressed collectives from 1 (every
  *   call that entered a compressed algorithm, all communicators together). The fault fires
  *   once, at the first matching hook of call N or of a later call (a bcast's receivers never
@@ -108,6 +111,10 @@ double fault_noise_factor(uint64_t seed, double amp, uint64_t n);
 /* COMPMPI_FAULT=hier_skew (read only when COMPMPI_FAULT_ON()): the agreed sample t of the
  * hierarchical (hierarchical = true) or the flat candidate, as the fault changes it; t otherwise. */
 double fault_hier_sample(bool hierarchical, double t);
+/* The same for the stage model's prediction *t of a candidate: 1 no hier_skew (the usual rule
+ * applies), 0 the model may not decide (hier_skew on the samples), 2 it may, even on one host
+ * (hier_skew:model=1; *t as the fault changes it). */
+int fault_hier_predicted(bool hierarchical, double *t);
 /* A decision mode fault (cost_plain, cost_compress, cost_noise, cost_skew, hier_skew) is set. */
 bool fault_cost_mode();
 

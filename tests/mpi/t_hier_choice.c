@@ -15,7 +15,10 @@
  * Argument want=flat|hierarchical: the decision the samples must lead to (the testlist skews
  * them with COMPMPI_FAULT=hier_skew so that one candidate must win): the last two calls ran it.
  * Argument fixed=BYTES: link_alpha_beta set, so the flat candidate's own choice (two-phase or
- * halving-doubling) is the model's, never explored. Argument calls=K. */
+ * halving-doubling) is the model's, never explored, and the hierarchy's stage model predicts
+ * nothing. Without it the stage model predicts both candidates first; it decides alone only
+ * across hosts where its predictions are 4x apart, which hier_skew:model=1 arranges on this one
+ * host (then no call is timed and every call runs the wanted one). Argument calls=K. */
 #include "compmpi.h"
 #include "mpitest.h"
 
