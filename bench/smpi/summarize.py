@@ -79,7 +79,7 @@ def table(rows, group):
     head += [n for _, n in cols]
     head.append("best")
     if has_auto:
-        head.append("auto ran (bp16 / q8 / tg)")
+        head.append("auto: ran, speedup (bp16 / q8 / tg)")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (P, mib) in sorted(by):
         d = by[(P, mib)]
@@ -118,7 +118,7 @@ def table(rows, group):
                     continue
                 e = float(a["relerr"])
                 cand = [(abs(e - float(d[f"{c}.{x}"]["relerr"])), x) for x in ("tp", "hd") if f"{c}.{x}" in d]
-                picks.append(min(cand)[1] if cand else "?")
+                picks.append(f"{min(cand)[1] if cand else '?'} {fmt_x(base / float(a['t_min_s']))}")
             cells.append(" / ".join(picks))
         if bad:
             cells[-1] += " (NOT identical: " + ",".join(bad) + ")"
@@ -210,7 +210,7 @@ def plot(rows, png, mib, with_model=False):
                          if r["config"] == cfg and int(r["P"]) in base)
             if not pts:
                 continue
-            fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{cfg}.dat")
+            fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{g[4]}_{cfg}.dat")
             with open(fn, "w") as f:
                 f.writelines(f"{p} {s:.4f}\n" for p, s in pts)
             files.append((fn, title, color, dash))
@@ -218,7 +218,7 @@ def plot(rows, png, mib, with_model=False):
                 B = g[1] * 1e9 / 8
                 M = mib * 1048576
                 mp = [(p, predict("plain", p, M, B, {}) / predict(cfg, p, M, B, {})) for p, _ in pts]
-                fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{cfg}.model.dat")
+                fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{g[4]}_{cfg}.model.dat")
                 with open(fn, "w") as f:
                     f.writelines(f"{p} {s:.4f}\n" for p, s in mp)
                 files.append((fn, "model: " + title, color, -1))
@@ -237,7 +237,7 @@ def plot(rows, png, mib, with_model=False):
           "set xlabel 'simulated ranks P'", "set ylabel 'speedup'", "set key top right font 'sans,7'",
           "set yrange [0:*]"]
     for i, (g, files) in enumerate(panels):
-        gp.append(f"set title '{g[0]} {g[1]} Gbit/s{', codecs free (computation not simulated)' if g[3] == 'off' else ''}{a2a_text(g[4])}'")
+        gp.append(f"set title '{g[0]} {g[1]} Gbit/s{', codecs free' if g[3] == 'off' else ''}{a2a_text(g[4])}'")
         gp.append("unset key" if i else "set key top right font 'sans,7'")
         parts = [f"1 with lines lc rgb 'gray' dt 2 notitle"]
         for fn, title, color, dash in files:
