@@ -8,7 +8,8 @@
 # and its host wall time and peak memory to OUT/wall.txt.
 #
 #   bench/smpi/run.sh [-o OUT] [-P "16 32 64 128"] [-t "cluster fattree"] [-g "10 25 100"]
-#                     [-r R] [-s "1 4 16 64"] [-m MAX_MIB] [-c GROUPS] [-x] [-w W] [-i I]
+#                     [-r R] [-s "1 4 16 64"] [-m MAX_MIB] [-c GROUPS] [-x] [-w W] [-i I] [-A ALG]
+#                     [-C "bp16 q8 tg"]
 #   -o OUT     output folder (default bench/smpi/out)
 #   -P         simulated ranks; -r R ranks per host (hosts = P/R; default 1)
 #   -t, -g     platforms (bench/smpi/platform.sh) and link rates in Gbit/s
@@ -24,7 +25,13 @@
 #   -x         computation not simulated (--cfg=smpi/simulate-computation:no): communication
 #              only, codecs free (comp=off in the results)
 #   -w, -i     warm-up and timed calls per configuration (default 1 and 1: the simulation is
-#              deterministic but for the measured CPU time of the codecs)
+#              deterministic but for the measured CPU time of the codecs); with -x SMPI's own
+#              allreduce has no warm-up call (deterministic, and the same time with one)
+#   -C         the codecs of the groups algos, auto and hier (default all three)
+#   -A ALG     SMPI's alltoall algorithm (--cfg=smpi/alltoall:ALG; a2a=ALG in the results),
+#              e.g. pair: Open MPI's rules choose basic_linear for blocks under 3000 bytes, all
+#              P-1 requests in one MPI_Waitall, which SMPI 3.32 completes in time quadratic in
+#              P per rank (the two-phase allreduce's alltoall at 256 ranks: minutes per call)
 # What is simulated: every rank's computation is its thread's CPU time on this machine
 # (host speed 1 Gflop/s, --cfg=smpi/host-speed:1Gf: 1:1; COMPMPI_THREADS=1: SMPI counts only
 # the calling thread), the network is SMPI's flow model with its piecewise factors set to 1
@@ -40,13 +47,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/bench/smpi/out PS="16 32 64 128" TOPOS="cluster fattree" GBITS="10 25 100" R=1
-SIZES="1 4 16 64" MAXMIB=1024 CGROUPS=plain,default,algos COMP=on WARM=1 ITERS=1
-while getopts "o:P:t:g:r:s:m:c:xw:i:" o; do
+SIZES="1 4 16 64" MAXMIB=1024 CGROUPS=plain,default,algos COMP=on WARM=1 ITERS=1 A2A="" CODECS="bp16 q8 tg"
+while getopts "o:P:t:g:r:s:m:c:xw:i:A:C:" o; do
     case $o in
         o) OUT=$OPTARG ;; P) PS=$OPTARG ;; t) TOPOS=$OPTARG ;; g) GBITS=$OPTARG ;; r) R=$OPTARG ;;
         s) SIZES=$OPTARG ;; m) MAXMIB=$OPTARG ;; c) CGROUPS=$OPTARG ;; x) COMP=off ;;
-        w) WARM=$OPTARG ;; i) ITERS=$OPTARG ;;
-        *) sed -n '3,41p' "$0"; exit 1 ;;
+        w) WARM=$OPTARG ;; i) ITERS=$OPTARG ;; A) A2A=$OPTARG ;; C) CODECS=$OPTARG ;;
+        *) sed -n '3,45p' "$0"; exit 1 ;;
     esac
 done
 BUILD=${BUILD_DIR:-$ROOT/_build-smpi}
@@ -55,13 +62,16 @@ DRIVER=$BUILD/bench/smpi/allreduce_sim
 [ -f "$LIB" ] && [ -x "$DRIVER" ] || { echo "run.sh: build first: scripts/build-smpi.sh" >&2; exit 1; }
 mkdir -p "$OUT"
 
-codecs=("bp16:codec=bitpack,bits=16" "q8:codec=q8,policy=static" "tg:codec=terngrad,policy=static")
+codecs=()
+for c in "bp16:codec=bitpack,bits=16" "q8:codec=q8,policy=static" "tg:codec=terngrad,policy=static"; do
+    [[ " $CODECS " == *" ${c%%:*} "* ]] && codecs+=("$c")
+done
 configs=()
 flat=""
 [ "$R" -gt 1 ] && flat=",hierarchy=off"
 for g in ${CGROUPS//,/ }; do
     case $g in
-        plain) configs+=(-c plain) ;;
+        plain) if [ $COMP = off ]; then configs+=(-c plain:warm=0); else configs+=(-c plain); fi ;;
         default) configs+=(-c "default:warm=8") ;;
         algos) for c in "${codecs[@]}"; do
                    configs+=(-c "${c%%:*}.tp:${c#*:},allreduce_algorithm=twophase$flat")
@@ -79,6 +89,7 @@ cfgs=(--cfg=smpi/host-speed:1Gf "--cfg=smpi/privatize-libs:$LIB" --cfg=smpi/coll
       --log=xbt_cfg.thres:warning --log=smpi_coll.thres:warning --log=smpi_colls.thres:warning
       --log=smpi_config.thres:warning)
 [ $COMP = off ] && cfgs+=(--cfg=smpi/simulate-computation:no)
+[ -n "$A2A" ] && cfgs+=("--cfg=smpi/alltoall:$A2A")
 
 for topo in $TOPOS; do
     for gbit in $GBITS; do
@@ -91,7 +102,7 @@ for topo in $TOPOS; do
             hosts=$((P / R))
             plat=$OUT/$topo-$gbit-$hosts-$R
             bench/smpi/platform.sh "$topo" "$gbit" "$hosts" "$R" "$plat"
-            tag="topo=$topo gbit=$gbit R=$R comp=$COMP"
+            tag="topo=$topo gbit=$gbit R=$R comp=$COMP${A2A:+ a2a=$A2A}"
             echo "run.sh: $tag P=$P MiB=$sizes" >&2
             t0=$(date +%s.%N)
             # each privatized copy of libcompmpi takes static TLS (initial-exec variables):

@@ -3,7 +3,7 @@
 """Tables and the speedup plot of docs/scale.md ("Simulated with SimGrid SMPI") from the lines
 bench/smpi/run.sh wrote (results.txt).
 
-  bench/smpi/summarize.py RESULTS... [--plot PNG --plot-mib 4]
+  bench/smpi/summarize.py RESULTS... [--plot PNG --plot-mib 4 [--plot-model]]
   bench/smpi/summarize.py RESULTS... --model [--rates bp16=E,D,q8=E,D,tg=E,D]
 
 Speedup = SMPI's own allreduce's time / the configuration's time, both the faster of the timed
@@ -53,7 +53,11 @@ def parse(paths):
 
 
 def key_of(r):
-    return (r["topo"], int(r["gbit"]), int(r["R"]), r["comp"])
+    return (r["topo"], int(r["gbit"]), int(r["R"]), r["comp"], r.get("a2a", ""))
+
+
+def a2a_text(a2a):
+    return f", SMPI alltoall {a2a}" if a2a else ""
 
 
 def fmt_x(x):
@@ -75,7 +79,7 @@ def table(rows, group):
     head += [n for _, n in cols]
     head.append("best")
     if has_auto:
-        head.append("auto ran (bp16 / q8 / tg)")
+        head.append("auto: ran, speedup (bp16 / q8 / tg)")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (P, mib) in sorted(by):
         d = by[(P, mib)]
@@ -114,7 +118,7 @@ def table(rows, group):
                     continue
                 e = float(a["relerr"])
                 cand = [(abs(e - float(d[f"{c}.{x}"]["relerr"])), x) for x in ("tp", "hd") if f"{c}.{x}" in d]
-                picks.append(min(cand)[1] if cand else "?")
+                picks.append(f"{min(cand)[1] if cand else '?'} {fmt_x(base / float(a['t_min_s']))}")
             cells.append(" / ".join(picks))
         if bad:
             cells[-1] += " (NOT identical: " + ",".join(bad) + ")"
@@ -146,13 +150,13 @@ def model_tables(rows, rates, rates_text):
     rows = [r for r in rows if int(r["R"]) == 1]
     groups = collections.defaultdict(list)
     for r in rows:
-        groups[(r["topo"], int(r["gbit"]), r["comp"])].append(r)
+        groups[(r["topo"], int(r["gbit"]), r["comp"], r.get("a2a", ""))].append(r)
     errs = collections.defaultdict(list)
-    for (topo, gbit, comp), rs in sorted(groups.items()):
+    for (topo, gbit, comp, a2a), rs in sorted(groups.items()):
         B = gbit * 1e9 / 8
         use = rates if comp == "on" else {}
         cfgs = ["plain"] + [f"{c}.{x}" for c in MODEL_CODECS for x in ("tp", "hd")]
-        print(f"#### {topo}, {gbit} Gbit/s, computation {'simulated (codec rates: ' + (rates_text or 'none') + ' GB/s)' if comp == 'on' else 'not simulated (codecs free)'}\n")
+        print(f"#### {topo}, {gbit} Gbit/s, computation {'simulated (codec rates: ' + (rates_text or 'none') + ' GB/s)' if comp == 'on' else 'not simulated (codecs free)'}{a2a_text(a2a)}\n")
         print("| P | MiB | " + " | ".join(f"{c}: sim / model (err)" for c in cfgs) + " |")
         print("|" + "---|" * (len(cfgs) + 2))
         by = collections.defaultdict(dict)
@@ -169,7 +173,7 @@ def model_tables(rows, rates, rates_text):
                     continue
                 s = float(r["t_min_s"])
                 e = m / s - 1
-                errs[(topo, comp, cfg)].append(e)
+                errs[(topo + a2a_text(a2a), comp, cfg)].append(e)
                 cells.append(f"{s * 1e3:.3g} / {m * 1e3:.3g} ms ({e * 100:+.0f}%)")
             print("| " + " | ".join(cells) + " |")
         print()
@@ -183,9 +187,11 @@ def model_tables(rows, rates, rates_text):
 
 
 
-def plot(rows, png, mib):
+def plot(rows, png, mib, with_model=False):
     """Speedup against P per algorithm: one panel per (platform, Gbit/s, computation simulated
-    or not) with one rank per host, buffers of `mib` MiB per rank."""
+    or not) with one rank per host, buffers of `mib` MiB per rank. with_model: beside each
+    two-phase / halving-doubling line of a codecs-free panel, the speedup tools/scale_model.py
+    predicts at the same P, size and link rate (thin, dotted)."""
     groups = sorted({key_of(r) for r in rows if int(r["R"]) == 1}, key=lambda g: (g[3] == "off", g[0], g[1]))
     if not groups:
         return
@@ -204,28 +210,41 @@ def plot(rows, png, mib):
                          if r["config"] == cfg and int(r["P"]) in base)
             if not pts:
                 continue
-            fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{cfg}.dat")
+            fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{g[4]}_{cfg}.dat")
             with open(fn, "w") as f:
                 f.writelines(f"{p} {s:.4f}\n" for p, s in pts)
             files.append((fn, title, color, dash))
+            if with_model and g[3] == "off" and cfg != "default":
+                B = g[1] * 1e9 / 8
+                M = mib * 1048576
+                mp = [(p, predict("plain", p, M, B, {}) / predict(cfg, p, M, B, {})) for p, _ in pts]
+                fn = os.path.join(tmp, f"{g[0]}_{g[1]}_{g[3]}_{g[4]}_{cfg}.model.dat")
+                with open(fn, "w") as f:
+                    f.writelines(f"{p} {s:.4f}\n" for p, s in mp)
+                files.append((fn, "model: " + title, color, -1))
         if files:
             panels.append((g, files))
     if not panels:
         return
     cols = 3
     nrows = math.ceil(len(panels) / cols)
+    ps = sorted({int(r["P"]) for r in rows})
+    xtics = ", ".join(str(p) for p in ps)
     gp = [f"set terminal pngcairo size {420 * cols},{340 * nrows} font 'sans,9'", f"set output '{png}'",
           f"set multiplot layout {nrows},{cols} title 'libcompmpi under SimGrid SMPI: allreduce of {mib:g} MiB per rank, "
           "speedup over SMPI (Open MPI rules: ring), 1 rank per host'",
-          "set logscale x 2", "set xtics (16, 32, 64, 128)", "set xrange [12:170]", "set grid",
+          "set logscale x 2", f"set xtics ({xtics})", f"set xrange [{ps[0] * 0.75:g}:{ps[-1] * 1.33:g}]", "set grid",
           "set xlabel 'simulated ranks P'", "set ylabel 'speedup'", "set key top right font 'sans,7'",
           "set yrange [0:*]"]
     for i, (g, files) in enumerate(panels):
-        gp.append(f"set title '{g[0]} {g[1]} Gbit/s{', codecs free (computation not simulated)' if g[3] == 'off' else ''}'")
+        gp.append(f"set title '{g[0]} {g[1]} Gbit/s{', codecs free' if g[3] == 'off' else ''}{a2a_text(g[4])}'")
         gp.append("unset key" if i else "set key top right font 'sans,7'")
         parts = [f"1 with lines lc rgb 'gray' dt 2 notitle"]
         for fn, title, color, dash in files:
-            parts.append(f"'{fn}' using 1:2 with linespoints lc {color} dt {dash} pt {color + 4} title '{title}'")
+            if dash < 0:  # the model's prediction
+                parts.append(f"'{fn}' using 1:2 with lines lc {color} dt 3 lw 1 title '{title}'")
+            else:
+                parts.append(f"'{fn}' using 1:2 with linespoints lc {color} dt {dash} pt {color + 4} title '{title}'")
         gp.append("plot " + ", ".join(parts))
     gp.append("unset multiplot")
     subprocess.run(["gnuplot"], input="\n".join(gp), text=True, check=True)
@@ -236,6 +255,7 @@ def main():
     ap.add_argument("results", nargs="+")
     ap.add_argument("--plot", help="write the speedup-vs-P figure to this PNG")
     ap.add_argument("--plot-mib", type=float, default=4)
+    ap.add_argument("--plot-model", action="store_true", help="--plot: the model's speedup beside codecs-free lines")
     ap.add_argument("--model", action="store_true", help="compare with tools/scale_model.py instead of the tables")
     ap.add_argument("--rates", default="", help="--model: codec GB/s, bp16=ENC,DEC,q8=ENC,DEC,tg=ENC,DEC")
     a = ap.parse_args()
@@ -249,13 +269,13 @@ def main():
         model_tables(rows, rates, a.rates)
         return
     for g in sorted({key_of(r) for r in rows}):
-        topo, gbit, R, comp = g
+        topo, gbit, R, comp, a2a = g
         print(f"#### {topo}, {gbit} Gbit/s, {R} rank{'s' if R > 1 else ''} per host"
-              f"{', computation not simulated' if comp == 'off' else ''}\n")
+              f"{', computation not simulated' if comp == 'off' else ''}{a2a_text(a2a)}\n")
         print(table([r for r in rows if key_of(r) == g], g))
         print()
     if a.plot:
-        plot(rows, a.plot, a.plot_mib)
+        plot(rows, a.plot, a.plot_mib, a.plot_model)
 
 
 if __name__ == "__main__":

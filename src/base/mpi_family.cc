@@ -7,7 +7,9 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "base/log.h"
@@ -135,23 +137,59 @@ struct LoadedMpi {
     std::string path;
 };
 
-int collect_names(struct dl_phdr_info *info, size_t, void *data) {
-    auto *names = static_cast<std::vector<std::string> *>(data);
-    if (info->dlpi_name && info->dlpi_name[0]) names->emplace_back(info->dlpi_name);
+struct LoadedObject {
+    std::string name;
+    std::string build_id; /* GNU build-id bytes; empty if the object has none */
+};
+
+/* The GNU build-id note of a loaded object, read from its mapped PT_NOTE segments. */
+std::string build_id_of(const struct dl_phdr_info *info) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_NOTE) continue;
+        const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr), *end = p + ph.p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto *nh = reinterpret_cast<const ElfW(Nhdr) *>(p);
+            const size_t name_len = (nh->n_namesz + 3) & ~size_t{3}, desc_len = (nh->n_descsz + 3) & ~size_t{3};
+            const char *name = p + sizeof(ElfW(Nhdr)), *desc = name + name_len;
+            if (desc + desc_len > end) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+                return std::string(desc, nh->n_descsz);
+            p = desc + desc_len;
+        }
+    }
+    return std::string();
+}
+
+int collect_objects(struct dl_phdr_info *info, size_t, void *data) {
+    auto *objs = static_cast<std::vector<LoadedObject> *>(data);
+    if (info->dlpi_name && info->dlpi_name[0]) objs->push_back(LoadedObject{info->dlpi_name, build_id_of(info)});
     return 0;
 }
 
 std::vector<LoadedMpi> loaded_mpis() {
-    std::vector<std::string> names;
-    dl_iterate_phdr(collect_names, &names); /* dlopen only after the iteration (loader lock) */
+    std::vector<LoadedObject> objs;
+    dl_iterate_phdr(collect_objects, &objs); /* dlopen only after the iteration (loader lock) */
     std::vector<LoadedMpi> found;
     auto add = [&](MpiFamily fam, const char *path) {
         for (const LoadedMpi &m : found)
             if (m.family == fam && m.path == path) return;
         found.push_back(LoadedMpi{fam, path});
     };
-    names.insert(names.begin(), std::string()); /* the program itself (a static MPI) */
-    for (const std::string &n : names) {
+    objs.insert(objs.begin(), LoadedObject{}); /* the program itself (a static MPI) */
+    /* Each distinct file is asked once: objects with the same build-id are copies of one file
+     * (SMPI loads a copy of the program and of libcompmpi per simulated rank) and define the
+     * same symbols, and every library they depend on is in the list itself. Asking every copy
+     * cost a dlopen and a dlclose each, both linear in the number of loaded objects, in every
+     * copy's check: cubic in the ranks, the largest part of a 1,024-rank simulation's start
+     * (docs/scale.md). */
+    std::vector<std::string> asked;
+    for (const LoadedObject &o : objs) {
+        if (!o.build_id.empty()) {
+            if (std::find(asked.begin(), asked.end(), o.build_id) != asked.end()) continue;
+            asked.push_back(o.build_id);
+        }
+        const std::string &n = o.name;
         void *h = dlopen(n.empty() ? nullptr : n.c_str(), RTLD_LAZY | RTLD_NOLOAD);
         if (!h) continue;
         for (const Marker &mk : kMarkers) {

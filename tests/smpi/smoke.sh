@@ -7,7 +7,8 @@
 #  - bench/smpi/allreduce_sim at 8 ranks on 4 simulated hosts of 2 (so the hierarchy
 #    applies), 1/4 MiB: SMPI's own allreduce, the defaults (cost model on the simulated
 #    clock), bitpack 16 (two-phase, halving-doubling, hierarchical), q8, terngrad: every
-#    rank ends with the same bits, the result is finite and within the codec's error.
+#    rank ends with the same bits, the result is finite and within the codec's error;
+#  - the SMPI build preloaded into an MPICH program: stopped at load with the family message.
 # Usage: tests/smpi/smoke.sh [BUILD_DIR]   (default _build-smpi, made by scripts/build-smpi.sh)
 # Last line: "N passed, M failed".
 set -uo pipefail
@@ -63,5 +64,18 @@ for want in plain:0 default:1 bp16.tp:2e-2 bp16.hd:2e-2 bp16.hier:2e-2 q8.tp:6e-
         ko "allreduce_sim $name: $line"
     fi
 done
+# the family check still stops a wrong-family process (it asks each distinct loaded file
+# once since SMPI's per-rank copies made it cubic in the ranks: src/base/mpi_family.cc)
+if command -v mpicc.mpich >/dev/null; then
+    printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' >"$WORK/hello.c"
+    mpicc.mpich -o "$WORK/hello_mpich" "$WORK/hello.c" >>"$WORK/build.log" 2>&1
+    LD_PRELOAD=$LIB timeout 60 "$WORK/hello_mpich" </dev/null >"$WORK/family.out" 2>&1
+    rc=$?
+    if [ $rc = 1 ] && grep -q "is built for SimGrid SMPI, but MPICH .* is loaded in this process too" "$WORK/family.out"; then
+        ok "the SMPI build preloaded into an MPICH program stops at load, naming both"
+    else cat "$WORK/family.out"; ko "family check: exit $rc"; fi
+else
+    echo "SKIP: family check (no mpicc.mpich)"
+fi
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
