@@ -39,6 +39,10 @@
  *           Not with --check. With --paired the output also has ratio_total: the sum of the
  *           library arm's times over ALL iterations, warm-ups included (where the cost model
  *           explores), over the plain arm's sum: what the whole run cost.
+ * --warmup-lib L  with --paired: L more untimed warm-up calls of the library arm alone, before
+ *           the W paired ones (where libcompmpi explores: the cost model, the timed algorithm
+ *           choices; the plain arm needs no such warm-up). Their summed time (slowest rank)
+ *           is printed as t_warmlib_s and is not in ratio_total.
  * --form F  blocking (default) | nonblocking (MPI_I* then MPI_Wait) | persistent (MPI-4:
  *           MPI_*_init once per size and arm, then MPI_Start + MPI_Wait per call; the plain
  *           arm uses PMPI_*_init/PMPI_Start/PMPI_Wait).
@@ -489,7 +493,7 @@ static void usage(void)
     if (g_rank == 0)
         fprintf(stderr,
                 "usage: coll_bench [--coll allreduce|allgather|bcast|reduce_scatter_block|all|LIST] [--sizes 4M,...]\n"
-                "                  [--iters K] [--warmup W] [--data gradient|uniform|normal]\n"
+                "                  [--iters K] [--warmup W] [--warmup-lib L] [--data gradient|uniform|normal]\n"
                 "                  [--seed S] [--check] [--inplace] [--root R] [--batch B] [--paired] [--cpu]\n"
                 "                  [--form blocking|nonblocking|persistent] [--overlap] [--plain-nonblocking]\n"
                 "                  [--thread-level single|funneled|serialized|multiple]\n");
@@ -503,7 +507,7 @@ int main(int argc, char **argv)
 
     int colls[C_NKINDS], ncolls = 0;
     size_t sizes[64];
-    int nsizes = 0, iters = 5, warmup = 1, check = 0, inplace = 0, root = 0, batch = 1, paired = 0, overlap = 0,
+    int nsizes = 0, iters = 5, warmup = 1, warmup_lib = 0, check = 0, inplace = 0, root = 0, batch = 1, paired = 0, overlap = 0,
         cpu = 0, plain_nb = 0;
     enum form_kind form = F_BLOCKING;
     enum data_kind dk = D_GRADIENT;
@@ -518,6 +522,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--sizes")) { NEEDV(); sizes_arg = v; }
         else if (!strcmp(o, "--iters")) { NEEDV(); iters = atoi(v); }
         else if (!strcmp(o, "--warmup")) { NEEDV(); warmup = atoi(v); }
+        else if (!strcmp(o, "--warmup-lib")) { NEEDV(); warmup_lib = atoi(v); }
         else if (!strcmp(o, "--seed")) { NEEDV(); seed = strtoull(v, NULL, 0); }
         else if (!strcmp(o, "--root")) { NEEDV(); root = atoi(v); }
         else if (!strcmp(o, "--batch")) { NEEDV(); batch = atoi(v); }
@@ -548,6 +553,8 @@ int main(int argc, char **argv)
     }
     if (iters < 1) die("--iters must be >= 1%s", "");
     if (warmup < 0) die("--warmup must be >= 0%s", "");
+    if (warmup_lib < 0) die("--warmup-lib must be >= 0%s", "");
+    if (warmup_lib > 0 && !paired) die("--warmup-lib needs --paired%s", "");
     if (root < 0 || root >= g_size) die("--root out of range%s", "");
     if (batch < 1) die("--batch must be >= 1%s", "");
     if (batch > 1 && inplace) die("--batch with --inplace would sum the sums%s", "");
@@ -593,8 +600,8 @@ int main(int argc, char **argv)
         char *nl = strchr(ver, '\n');
         if (nl) *nl = 0;
         const char *pre = getenv("LD_PRELOAD");
-        printf("# coll_bench ranks=%d iters=%d warmup=%d batch=%d data=%s seed=%llu check=%d inplace=%d paired=%d form=%s overlap=%d preload=%s mpi=\"%s\"\n",
-               g_size, iters, warmup, batch, data_names[dk], (unsigned long long)seed, check, inplace, paired,
+        printf("# coll_bench ranks=%d iters=%d warmup=%d warmup_lib=%d batch=%d data=%s seed=%llu check=%d inplace=%d paired=%d form=%s overlap=%d preload=%s mpi=\"%s\"\n",
+               g_size, iters, warmup, warmup_lib, batch, data_names[dk], (unsigned long long)seed, check, inplace, paired,
                form_names[form], overlap, pre && *pre ? pre : "none", ver);
         fflush(stdout);
     }
@@ -640,14 +647,16 @@ int main(int argc, char **argv)
 #endif
             /* --overlap: a first pass (pass 0) times the plain collective alone; its median, the
              * slowest rank's, is the computation of the timed pass */
-            double tcomp = 0, tot[2] = {0, 0};
+            double tcomp = 0, tot[2] = {0, 0}, twarm = 0;
             double cpu_acc[2][5] = {{0}}; /* --cpu: [0] the MPI_* arm, [1] the plain arm */
             for (int pass = overlap ? 0 : 1; pass < 2; pass++) {
-            for (int it = 0; it < warmup + iters; it++)
+            /* it < 0: --warmup-lib, the library arm alone */
+            for (int it = pass == 1 ? -warmup_lib : 0; it < warmup + iters; it++)
             for (int arm = 0; arm < 1 + paired; arm++) {
                 /* paired: arm 0 and 1 alternate between PMPI (plain) and MPI (library) */
                 const int plain = paired && ((it + arm) % 2 == 0);
                 if (pass == 0 && paired && !plain) continue;
+                if (it < 0 && plain) continue;
                 /* restore the input (not timed) */
                 switch (ck) {
                 case C_ALLREDUCE:
@@ -679,7 +688,8 @@ int main(int argc, char **argv)
                     f->wait(&req, MPI_STATUS_IGNORE);
                 }
                 double t = (MPI_Wtime() - t0) / batch;
-                if (pass == 1) tot[plain] += t * batch;
+                if (pass == 1 && it >= 0) tot[plain] += t * batch;
+                if (it < 0) twarm += t * batch;
                 if (it >= warmup) (plain ? ptimes : times)[it - warmup] = t;
                 if (cpu && pass == 1 && it >= warmup) {
                     cpu_mark(&m1);
@@ -725,8 +735,8 @@ int main(int argc, char **argv)
                 snprintf(err_s, sizeof err_s, "%.3e", relmax);
                 if (ck != C_RSB) snprintf(ident_s, sizeof ident_s, "%d", hmax == hmin);
             }
-            double tot_max[2] = {0, 0};
-            MPI_Reduce(tot, tot_max, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            double tot_max[3] = {0, 0, 0}, tot3[3] = {tot[0], tot[1], twarm};
+            MPI_Reduce(tot3, tot_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (g_rank == 0) {
                 char pair_s[300] = "";
                 if (paired) {
@@ -737,9 +747,9 @@ int main(int argc, char **argv)
                     median_ci(ratios, iters, &lo, &hi);
                     snprintf(pair_s, sizeof pair_s,
                              " t_plain_min_s=%.9f t_plain_med_s=%.9f ratio_med=%.4f ratio_lo=%.4f ratio_hi=%.4f"
-                             " ratio_total=%.4f",
+                             " ratio_total=%.4f t_warmlib_s=%.6f",
                              ptmax[0], median_sorted(ptmax, iters), median_sorted(ratios, iters), lo, hi,
-                             tot_max[0] / tot_max[1]);
+                             tot_max[0] / tot_max[1], tot_max[2]);
                 }
                 qsort(tmax, iters, sizeof(double), cmp_double);
                 char form_s[96] = "";

@@ -18,13 +18,18 @@
 #       [--codecs "default bitpack:16 q8 terngrad"]
 #       [--algs "twophase halving_doubling hier_twophase hier_halving auto"]
 #       [--other-colls bcast,allgather] [--other-sizes 1M,4M]   per codec, default algorithm
-#       [--iters 3] [--warmup 1] [--default-warmup 30] [--idle-sleep-us 200] [--timeout 600] [--no-other]
+#       [--iters 3] [--warmup 1] [--default-warmup 30] [--warmup-lib 0] [--idle-sleep-us 200] [--timeout 600] [--no-other]
 #       [--openmpi]                                Debian's Open MPI instead of MPICH: coll_bench
 #                                                  and pingpong built with mpicc.openmpi, --lib
 #                                                  the Open MPI build (libcompmpi_openmpi.so),
 #                                                  mpirun.sh --openmpi (ob1 + TCP BTL on the
 #                                                  shaped link, vader inside a node, idle ranks
 #                                                  yield: mpi_yield_when_idle)
+#       --warmup-lib L: L untimed calls of libcompmpi's arm alone before each size's paired
+#                                                  warm-ups (coll_bench --warmup-lib): room for
+#                                                  auto's timed choices (up to 48 calls) and the
+#                                                  cost model to explore without doubling the
+#                                                  job with plain calls; their time is t_warmlib_s
 #
 # Algorithms (allreduce): twophase / halving_doubling = the flat algorithm
 # (COMPMPI_HIERARCHY=off); hier_twophase / hier_halving = the hierarchy (exact node reduce,
@@ -52,7 +57,7 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 out="" lib="" topos="4x1 8x1 16x1 2x2 4x2 8x2 4x4" rate=200mbit delay=1000 burst=64kb
 sizes=1M,4M,16M auto_sizes=1M,4M,16M,64M codecs="default bitpack:16 q8 terngrad"
 algs="twophase halving_doubling hier_twophase hier_halving auto" other_colls=bcast,allgather other_sizes=1M,4M
-iters=3 warmup=1 dwarmup=30 idle_us=200 timeout_s=600 other=1 auto_one=0 ompi=0
+iters=3 warmup=1 wlib=0 dwarmup=30 idle_us=200 timeout_s=600 other=1 auto_one=0 ompi=0
 orig_args="$*"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -71,6 +76,7 @@ while [ $# -gt 0 ]; do
         --iters) iters=$2; shift 2 ;;
         --warmup) warmup=$2; shift 2 ;;
         --default-warmup) dwarmup=$2; shift 2 ;;
+        --warmup-lib) wlib=$2; shift 2 ;;
         --idle-sleep-us) idle_us=$2; shift 2 ;;
         --timeout) timeout_s=$2; shift 2 ;;
         --no-other) other=0; shift ;;
@@ -106,7 +112,7 @@ fi
     echo "git: $(git -C "$dir" log -1 --format='%h %s' 2>/dev/null | cut -c1-100)"
     echo "host: $(uname -srm), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "rate=$rate delay_us=$delay burst=$burst topos=$topos sizes=$sizes auto_sizes=$auto_sizes"
-    echo "codecs=$codecs algs=$algs other=$other_colls@$other_sizes iters=$iters warmup=$warmup idle_sleep_us=$idle_us"
+    echo "codecs=$codecs algs=$algs other=$other_colls@$other_sizes iters=$iters warmup=$warmup warmup_lib=$wlib idle_sleep_us=$idle_us"
     if [ $ompi = 1 ]; then
         echo "mpi: Debian openmpi ($(mpiexec.openmpi --version 2>/dev/null | head -1)), ob1 + btl tcp (vader inside a node)"
     else
@@ -126,7 +132,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-[ -f "$out/raw.tsv" ] || printf 'topo\tnodes\tppn\tranks\tcodec\talg\tcoll\tbytes\tt_lib_med_s\tt_lib_min_s\tt_plain_med_s\tt_plain_min_s\tratio_med\tratio_lo\tratio_hi\tcpu\thost_busy\trq_wait\tcpu_plain\thost_busy_plain\trq_wait_plain\twire_ratio\thierarchical\thalving\tcalls\tstatus\tload1\tauto_decisions\tlink_alpha_beta\n' > "$out/raw.tsv"
+[ -f "$out/raw.tsv" ] || printf 'topo\tnodes\tppn\tranks\tcodec\talg\tcoll\tbytes\tt_lib_med_s\tt_lib_min_s\tt_plain_med_s\tt_plain_min_s\tratio_med\tratio_lo\tratio_hi\tcpu\thost_busy\trq_wait\tcpu_plain\thost_busy_plain\trq_wait_plain\twire_ratio\thierarchical\thalving\tcalls\tstatus\tload1\tauto_decisions\tlink_alpha_beta\tt_warmlib_s\thier_decisions\n' > "$out/raw.tsv"
 [ -f "$out/alphabeta.tsv" ] || printf 'topo\tnodes\tppn\talpha_s\tbeta_Bps\tbeta_loaded_Bps\tload1\talpha_node_s\tbeta_node_Bps\tbeta_node_loaded_Bps\n' > "$out/alphabeta.tsv"
 
 # codec_env SPEC -> ENV array
@@ -164,7 +170,7 @@ run_job() {
     t0=$(date +%s)
     "$dir/mpirun.sh" -n "$p" --ppn "$r" "${mpiopts[@]}" --idle-sleep --preload "$lib" --timeout "$timeout_s" \
         -genv MPITEST_IDLE_SLEEP_US "$idle_us" "${ENV[@]}" -- \
-        "$bench" --coll "$colls" --sizes "$sz" --iters "$iters" --warmup "$w" --paired --cpu >"$o" 2>"$e" </dev/null &
+        "$bench" --coll "$colls" --sizes "$sz" --iters "$iters" --warmup "$w" --warmup-lib "$wlib" --paired --cpu >"$o" 2>"$e" </dev/null &
     job_pid=$!
     wait "$job_pid" || rc=$?
     job_pid=""
@@ -182,11 +188,16 @@ run_job() {
         local dec ab
         dec=$(sed -n 's/^compmpi-stats-auto: ranks=\([0-9]*\) floats=\([0-9]*\) .* -> \(.*\)$/\2@\1:\3/p' "$e" | tr '\n' ';')
         ab=$(sed -n 's/^compmpi-stats-link: .*alpha_beta_bytes=\([0-9]*\).*/\1/p' "$e" | head -1)
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        # hierarchy=auto's flat-or-hierarchical decisions (floats@ranks:choice, model or timed)
+        local hdec
+        hdec=$(sed -n 's/^compmpi-stats-hier: ranks=\([0-9]*\) nodes=[0-9]* floats=\([0-9]*\) .*(model) -> \(.*\)$/\2@\1:\3(model)/p
+                      s/^compmpi-stats-hier: ranks=\([0-9]*\) nodes=[0-9]* floats=\([0-9]*\) .* calls=\([0-9]*\) -> \(.*\)$/\2@\1:\4(timed,\3)/p' "$e" | tr '\n' ';')
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
             "$topo" "$n" "$r" "$p" "$codec" "$alg" "$c" "$(kv bytes)" "$(kv t_med_s)" "$(kv t_min_s)" \
             "$(kv t_plain_med_s)" "$(kv t_plain_min_s)" "$(kv ratio_med)" "$(kv ratio_lo)" "$(kv ratio_hi)" \
             "$(kv cpu)" "$(kv host_busy)" "$(kv rq_wait)" "$(kv cpu_plain)" "$(kv host_busy_plain)" "$(kv rq_wait_plain)" \
-            "$(skv ratio)" "$(skv hierarchical)" "$(skv halving)" "${calls:-0}" "$status" "$load" "${dec:--}" "${ab:--}" >> "$out/raw.tsv"
+            "$(skv ratio)" "$(skv hierarchical)" "$(skv halving)" "${calls:-0}" "$status" "$load" "${dec:--}" "${ab:--}" \
+            "$(kv t_warmlib_s)" "${hdec:--}" >> "$out/raw.tsv"
         log "  $topo $codec $alg $c $(kv bytes): lib $(kv t_med_s) plain $(kv t_plain_med_s) ratio_med $(kv ratio_med) cpu $(kv cpu) rq_wait $(kv rq_wait) [$status, $(($(date +%s) - t0))s]"
     done < <(grep "^coll=" "$o" || true)
     grep -q "^coll=" "$o" || log "  $tag: no result ($status; see $e)"

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""allreduce_algorithm=auto with hierarchy=auto against every algorithm, from run_scale.sh runs
+(docs/scale.md, issue 40: "auto within 10% of the best measured algorithm").
+
+    auto_report.py --algs DIR[,DIR2] --auto DIR[,DIR2] [--repeat DIR[,DIR2]]
+
+--algs: runs of the explicit algorithms (twophase, halving_doubling, hier_twophase,
+hier_halving; later DIRs replace earlier rows of the same cell). --auto: runs of `auto`
+(--algs auto --auto-one-job, with --warmup-lib: the library explores in untimed calls).
+--repeat: a second measurement of some cells (their auto and explicit rows), shown beside the
+first: how far the gap moves between runs of the same cell.
+
+Per topology, codec and size (codecs with explicit rows only; `default`, the cost model's,
+has none and is listed apart): every algorithm's speedup over plain MPI in its own job
+(1 / median of the per-iteration ratio lib/plain), the best, what auto ran (per size, from
+the job's notes: compmpi-stats-hier gives flat or hierarchical, compmpi-stats-auto at that
+rank count the algorithm) and auto's gap = its ratio over the best's - 1 (different jobs).
+Exploration: t_warmlib_s (the library-only warm-up calls, where auto decides) against as many
+calls at auto's settled median. * = core-limited (run-queue wait > 0.25 or CPU share > 0.8).
+"""
+import csv
+import os
+import sys
+
+ALGS = ["twophase", "halving_doubling", "hier_twophase", "hier_halving"]
+SHORT = {"twophase": "twophase", "halving_doubling": "halving", "hier_twophase": "hier_twophase",
+         "hier_halving": "hier_halving"}
+TOPOS = ["4x1", "8x1", "16x1", "2x2", "4x2", "8x2", "4x4"]
+
+
+def fnum(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def load(dirs):
+    rows, meta = {}, {}
+    for d in dirs.split(","):
+        with open(os.path.join(d, "raw.tsv")) as f:
+            for r in csv.DictReader(f, delimiter="\t"):
+                if r["coll"] != "allreduce" or fnum(r["ratio_med"]) is None:
+                    continue
+                rows[(r["topo"], r["codec"], r["alg"], int(r["bytes"]))] = r
+        mp = os.path.join(d, "meta.txt")
+        if os.path.exists(mp):
+            meta[d] = open(mp).read()
+    return rows, meta
+
+
+def core_limited(r):
+    w, c = fnum(r.get("rq_wait")), fnum(r.get("cpu"))
+    return (w is not None and w > 0.25) or (c is not None and c > 0.8)
+
+
+def notes(s):
+    """floats@ranks:choice;... -> {(floats, ranks): choice}"""
+    out = {}
+    for item in (s or "-").strip(";").split(";"):
+        if not item or item == "-" or ":" not in item:
+            continue
+        f, _, ch = item.partition(":")
+        fl, _, rk = f.partition("@")
+        out[(int(fl), int(rk))] = ch
+    return out
+
+
+def auto_ran(r):
+    """What auto ran at this row's size: the hierarchy's decision, then the dense choice at the
+    rank count it runs on (all ranks flat, the N leaders hierarchical)."""
+    P, R = int(r["ranks"]), int(r["ppn"])
+    fl = int(r["bytes"]) // 4
+    hier = None
+    if R >= 2:
+        h = notes(r.get("hier_decisions")).get((fl, P))
+        if h is None:
+            return "?", "no hierarchy decision"
+        hier = h.startswith("hierarchical")
+        how = h[h.index("("):] if "(" in h else ""
+    ranks = P // R if hier else P
+    d = notes(r.get("auto_decisions")).get((fl, ranks))
+    if d is None:
+        alg = "(model)"  # the alpha-beta model decided alone: no note
+    else:
+        alg = SHORT.get(d, d)
+    name = ("hier_" if hier else "") + (alg if alg != "(model)" else "? (model)")
+    return name, (f"hierarchy {how}" if R >= 2 else "")
+
+
+def main():
+    a = sys.argv[1:]
+    opt = {}
+    while a:
+        if a[0] in ("--algs", "--auto", "--repeat") and len(a) > 1:
+            opt[a[0][2:]] = a[1]
+            a = a[2:]
+        else:
+            sys.exit(f"auto_report.py: unknown argument '{a[0]}' (see the docstring)")
+    if "algs" not in opt or "auto" not in opt:
+        sys.exit("auto_report.py: --algs DIR and --auto DIR are required")
+    rows, _ = load(opt["algs"])
+    arows, _ = load(opt["auto"])
+    rep = load(opt["repeat"])[0] if "repeat" in opt else {}
+    p = print
+    p("| topology | codec | size | " + " | ".join(SHORT[x] for x in ALGS) +
+      " | best | auto ran | auto | gap | exploration: warm-up calls' time / settled |")
+    p("| --- | --- | --- | " + " | ".join("---:" for _ in ALGS) + " | --- | --- | ---: | ---: | ---: |")
+    n_in = n_all = 0
+    far = []
+    for k in sorted([k for k in arows if k[2] == "auto"],
+                    key=lambda k: (TOPOS.index(k[0]) if k[0] in TOPOS else 99, k[1], k[3])):
+        t, c, _, s = k
+        r = arows[k]
+        cells, best = [], None
+        for al in ALGS:
+            x = rows.get((t, c, al, s))
+            if not x:
+                cells.append("")
+                continue
+            q = float(x["ratio_med"])
+            cells.append(f"{1 / q:.2f}{'*' if core_limited(x) else ''}")
+            if best is None or q < best[1]:
+                best = (al, q)
+        ran, how = auto_ran(r)
+        q = float(r["ratio_med"])
+        gap = ""
+        if best:
+            g = q / best[1] - 1
+            n_all += 1
+            if g <= 0.10:
+                n_in += 1
+            else:
+                far.append((t, c, s, g))
+            gap = f"**{g:+.0%}**" if g > 0.10 else f"{g:+.0%}"
+            rr = [rep.get((t, c, "auto", s)), rep.get((t, c, best[0], s))]
+            if rr[0] or rr[1]:
+                bq = float(rr[1]["ratio_med"]) if rr[1] else best[1]
+                aq = float(rr[0]["ratio_med"]) if rr[0] else q
+                gap += f" (repeat {aq / bq - 1:+.0%})"
+        w, wl = fnum(r.get("t_warmlib_s")), None
+        m = meta_wlib(opt["auto"])
+        expl = ""
+        if w and m:
+            expl = f"{w / (m * float(r['t_lib_med_s'])):.2f}"
+        size = f"{s >> 20} MiB"
+        p(f"| {t} | {c} | {size} | " + " | ".join(cells) +
+          f" | {SHORT[best[0]] + f' ({1 / best[1]:.2f})' if best else ''} | {ran}{' ' + how if how else ''} | "
+          f"{1 / q:.2f}{'*' if core_limited(r) else ''} | {gap} | {expl} |")
+    p("")
+    if n_all:
+        p(f"auto within 10% of the best algorithm: {n_in} of {n_all} configurations ({n_in / n_all:.0%}).")
+    for t, c, s, g in far:
+        p(f"  more than 10% from the best: {t} {c} {s >> 20} MiB ({g:+.0%})")
+
+
+_wl = {}
+
+
+def meta_wlib(dirs):
+    """--warmup-lib of the auto run (meta.txt's warmup_lib=); None if absent"""
+    if dirs not in _wl:
+        v = None
+        for d in dirs.split(","):
+            mp = os.path.join(d, "meta.txt")
+            if os.path.exists(mp):
+                for tok in open(mp).read().split():
+                    if tok.startswith("warmup_lib="):
+                        v = int(tok.split("=")[1])
+        _wl[dirs] = v
+    return _wl[dirs]
+
+
+if __name__ == "__main__":
+    main()
