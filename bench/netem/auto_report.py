@@ -3,7 +3,7 @@
 """allreduce_algorithm=auto with hierarchy=auto against every algorithm, from run_scale.sh runs
 (docs/scale.md, issue 40: "auto within 10% of the best measured algorithm").
 
-    auto_report.py --algs DIR[,DIR2] --auto DIR[,DIR2] [--repeat DIR[,DIR2]]
+    auto_report.py --algs DIR[,DIR2] --auto DIR[,DIR2] [--repeat DIR[,DIR2]] [--plot PNG [--size BYTES]]
 
 --algs: runs of the explicit algorithms (twophase, halving_doubling, hier_twophase,
 hier_halving; later DIRs replace earlier rows of the same cell). --auto: runs of `auto`
@@ -18,6 +18,8 @@ the job's notes: compmpi-stats-hier gives flat or hierarchical, compmpi-stats-au
 rank count the algorithm) and auto's gap = its ratio over the best's - 1 (different jobs).
 Exploration: t_warmlib_s (the library-only warm-up calls, where auto decides) against as many
 calls at auto's settled median. * = core-limited (run-queue wait > 0.25 or CPU share > 0.8).
+--plot: speedup against ranks at --size (default 16 MiB), every algorithm and auto, drawn by
+scale_report.py's plot.
 """
 import csv
 import os
@@ -78,22 +80,20 @@ def auto_ran(r):
         if h is None:
             return "?", "no hierarchy decision"
         hier = h.startswith("hierarchical")
-        how = h[h.index("("):] if "(" in h else ""
+        how = ("hier " if hier else "flat ") + (h[h.index("("):].replace(",", ", ").replace(")", " calls)")
+                                                if "(" in h else "")
     ranks = P // R if hier else P
     d = notes(r.get("auto_decisions")).get((fl, ranks))
-    if d is None:
-        alg = "(model)"  # the alpha-beta model decided alone: no note
-    else:
-        alg = SHORT.get(d, d)
-    name = ("hier_" if hier else "") + (alg if alg != "(model)" else "? (model)")
-    return name, (f"hierarchy {how}" if R >= 2 else "")
+    # no note: the alpha-beta model decided alone (or 2 ranks, where both algorithms are one exchange)
+    name = ("hier_" if hier else "") + (SHORT.get(d, d) if d else "(α–β)")
+    return name, (how if R >= 2 else "")
 
 
 def main():
     a = sys.argv[1:]
     opt = {}
     while a:
-        if a[0] in ("--algs", "--auto", "--repeat") and len(a) > 1:
+        if a[0] in ("--algs", "--auto", "--repeat", "--plot", "--size") and len(a) > 1:
             opt[a[0][2:]] = a[1]
             a = a[2:]
         else:
@@ -105,8 +105,8 @@ def main():
     rep = load(opt["repeat"])[0] if "repeat" in opt else {}
     p = print
     p("| topology | codec | size | " + " | ".join(SHORT[x] for x in ALGS) +
-      " | best | auto ran | auto | gap | exploration: warm-up calls' time / settled |")
-    p("| --- | --- | --- | " + " | ".join("---:" for _ in ALGS) + " | --- | --- | ---: | ---: | ---: |")
+      " | best | hierarchy=auto | auto ran | auto | gap | exploration: warm-up calls' time / settled |")
+    p("| --- | --- | --- | " + " | ".join("---:" for _ in ALGS) + " | --- | --- | --- | ---: | ---: | ---: |")
     n_in = n_all = 0
     far = []
     for k in sorted([k for k in arows if k[2] == "auto"],
@@ -139,20 +139,27 @@ def main():
                 bq = float(rr[1]["ratio_med"]) if rr[1] else best[1]
                 aq = float(rr[0]["ratio_med"]) if rr[0] else q
                 gap += f" (repeat {aq / bq - 1:+.0%})"
-        w, wl = fnum(r.get("t_warmlib_s")), None
+        w = fnum(r.get("t_warmlib_s"))
         m = meta_wlib(opt["auto"])
         expl = ""
         if w and m:
             expl = f"{w / (m * float(r['t_lib_med_s'])):.2f}"
         size = f"{s >> 20} MiB"
         p(f"| {t} | {c} | {size} | " + " | ".join(cells) +
-          f" | {SHORT[best[0]] + f' ({1 / best[1]:.2f})' if best else ''} | {ran}{' ' + how if how else ''} | "
+          f" | {SHORT[best[0]] + f' ({1 / best[1]:.2f})' if best else ''} | {how or '—'} | {ran} | "
           f"{1 / q:.2f}{'*' if core_limited(r) else ''} | {gap} | {expl} |")
     p("")
     if n_all:
         p(f"auto within 10% of the best algorithm: {n_in} of {n_all} configurations ({n_in / n_all:.0%}).")
     for t, c, s, g in far:
         p(f"  more than 10% from the best: {t} {c} {s >> 20} MiB ({g:+.0%})")
+    if "plot" in opt:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import scale_report
+        main_rows, _ = scale_report.load(opt["algs"].split(","))
+        auto_rows, _ = scale_report.load(opt["auto"].split(","))
+        scale_report.make_plot(main_rows, opt["plot"], int(opt.get("size", 16 << 20)),
+                               ["bitpack:16", "q8", "terngrad"], auto_rows)
 
 
 _wl = {}
