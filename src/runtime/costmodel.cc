@@ -130,10 +130,11 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
 }
 
 int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
-                double local_s) {
-    double t = local_s;
-    int rc = mpi_next::Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+                double local_s, bool nested_exploring) {
+    double v[2] = {local_s, nested_exploring ? 1.0 : 0.0};
+    int rc = mpi_next::Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, comm);
     if (rc != MPI_SUCCESS) return rc;
+    double t = v[0];
     if (COMPMPI_FAULT_ON()) { /* test-only cost_noise / cost_skew: on the agreed time, alike on every rank */
         const CostEntry *e = st.cost ? &st.cost->at({static_cast<int>(kind), cost_size_class(bytes), codec, bits})
                                      : nullptr;
@@ -142,12 +143,12 @@ int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec
                            static_cast<uint64_t>(e ? e->explored : 0);
         t *= fault_cost_factor(d == CostDecision::explore_plain, n);
     }
-    cost_learn(st, kind, bytes, codec, bits, d, t, local_s);
+    cost_learn(st, kind, bytes, codec, bits, d, t, local_s, v[1] > 0);
     return MPI_SUCCESS;
 }
 
 void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double t,
-                double local_s) {
+                double local_s, bool unsettled) {
     verdict_invalidate(); /* a decision may follow from this sample */
     if (!st.cost) st.cost = std::make_unique<CostModel>();
     const int cls = cost_size_class(bytes);
@@ -157,6 +158,10 @@ void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, Cos
     g_cls[static_cast<int>(kind)][cls].explore++;
     e.explored++;
     if (cost_entry_decided(e)) return; /* not asked for (a unit test's extra sample) */
+    if (unsettled) { /* the algorithm inside was still choosing itself: drop the pair */
+        e.pending = false;
+        return;
+    }
     if (d == CostDecision::explore_plain) { /* the pair's first half */
         e.pending = true;
         e.pending_plain = at_class;

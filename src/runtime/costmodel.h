@@ -39,6 +39,10 @@
  * rank 0 at MPI_Finalize and can be replayed by a later run, which then explores none of the
  * recorded classes (docs/design.md, "Record and replay").
  *
+ * A pair whose call ran an exploring call of a timed algorithm choice nested in it (on any
+ * rank: allreduce_algorithm=auto, hierarchy=auto) is dropped: such a sample times a candidate,
+ * perhaps the slower one, not the algorithm the class would run (docs/design.md).
+ *
  * Scope: host buffers of the flat algorithms (two-phase, sparse, bcast, allgather); device
  * buffers and the hierarchical allreduce are always compressed when eligible (docs). */
 #pragma once
@@ -161,14 +165,17 @@ CostDecision cost_decide(CommState &st, Coll kind, size_t bytes, int codec, int 
 
 /* After a call the model asked to explore: agree on the slowest rank's time (collective over
  * comm) and learn it (through the test-only timing faults cost_noise / cost_skew). Returns the
- * MPI error code of the agreement (MPI_SUCCESS normally). */
+ * MPI error code of the agreement (MPI_SUCCESS normally). nested_exploring: on this rank a timed
+ * algorithm choice inside the call explored (Plan::nested_exploring); agreed with the time: the
+ * sample is then no sample of the algorithm the class would run, and its pair is dropped. */
 int cost_record(CommState &st, MPI_Comm comm, Coll kind, size_t bytes, int codec, int bits, CostDecision d,
-                double local_s);
+                double local_s, bool nested_exploring = false);
 /* The learning step alone, given the agreed time and this rank's own (unit tests drive the
  * model with it; local_s < 0: the same as the agreed time). Explored calls come in pairs:
- * explore_plain, then explore_comp. */
+ * explore_plain, then explore_comp. unsettled (agreed): a nested algorithm choice was exploring
+ * in this call: the pair it belongs to is dropped (the class explores another). */
 void cost_learn(CommState &st, Coll kind, size_t bytes, int codec, int bits, CostDecision d, double agreed_s,
-                double local_s = -1);
+                double local_s = -1, bool unsettled = false);
 
 /* Record / replay of decisions (settings cost_record / cost_replay; docs/design.md).
  * cost_decisions_init: at MPI_Init, collective over MPI_COMM_WORLD: reads cost_replay's file

@@ -22,6 +22,10 @@ struct Plan {
     /* the entropy stage (setting entropy): -1 as the setting says (zstd: on; off, auto: off),
      * 0 off, 1 on (entropy=auto: the cost model's decision, the same on every rank) */
     int entropy = -1;
+    /* set by the run: a timed algorithm choice nested in it (allreduce_algorithm=auto,
+     * hierarchy=auto) ran one of its exploring calls on this rank: the call's time is not yet
+     * the algorithm's, and the cost model does not learn from it */
+    bool nested_exploring = false;
 };
 
 /* One call's plan, in stages: the settings' codec and parameters (static), then awp's width

@@ -110,7 +110,8 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
             if (rcb != MPI_SUCCESS) return raise_error(a.comm, rcb);
             const auto ts = CallClock::now();
             int rc = run_plan(a, st, be, be_ctx, m, key, ws, plan);
-            const int rc2 = cost_record(st, a.comm, a.kind, bytes, skey, bits, ds, seconds_since(ts));
+            const int rc2 =
+                cost_record(st, a.comm, a.kind, bytes, skey, bits, ds, seconds_since(ts), plan.nested_exploring);
             if (rc == MPI_SUCCESS && rc2 != MPI_SUCCESS) return raise_error(a.comm, rc2);
             return rc;
         }
@@ -170,7 +171,7 @@ int run_on(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx, co
     if (d == CostDecision::explore_comp && rc == MPI_SUCCESS) rc = device_run_exact(a, st, m);
     cs.passthrough++, cs.reason[kExplore]++;
     /* every rank reaches here for the same call (the decision is shared): agree on the time */
-    int rc2 = cost_record(st, a.comm, a.kind, bytes, codec, bits, d, dt);
+    int rc2 = cost_record(st, a.comm, a.kind, bytes, codec, bits, d, dt, plan.nested_exploring);
     if (rc == MPI_SUCCESS && rc2 != MPI_SUCCESS) return raise_error(a.comm, rc2);
     return rc;
 }
@@ -276,6 +277,7 @@ int run_plan_t(const CollArgs &a, CommState &st, const Backend &be, void *be_ctx
         default: s = Status::unsupported;
     }
     ++st.coll.calls;
+    plan.nested_exploring = c.exploring;
     if (shadow) stats(a.kind).explore_bytes_wire += shadow_stats.bytes_wire;
     /* exploring: the result is discarded whatever it was; failures that stop the job stop it.
      * The sample still pays what a compressed call pays after its exchange: awp's norm of the

@@ -304,6 +304,33 @@ void given_sizes_when_classifying_expect_floor_log2(void **) {
     assert_int_equal(cost_size_class(size_t(1) << 40), 40);
 }
 
+/* A timed algorithm choice nested in the compressed calls (allreduce_algorithm=auto,
+ * hierarchy=auto) explores its slower candidates there: those compressed samples are no
+ * samples of the algorithm the class would run. Pairs whose compressed half was unsettled are
+ * dropped: ten slow unsettled samples (which, counted, would decide exact after 3 lost pairs)
+ * leave the class exploring, and the settled pairs that follow decide it compressed after
+ * the usual 2 warm-up, 6 won and 4 confirming pairs. */
+void given_nested_choice_exploring_when_deciding_expect_pairs_dropped(void **) {
+    CommState st;
+    double pred;
+    const size_t b = 1 << 20;
+    const Coll k = Coll::allreduce;
+    for (int i = 0; i < 10; ++i) {
+        CostDecision d = decide(st, k, b, &pred);
+        assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::explore_plain));
+        cost_learn(st, k, b, kBitpack, 8, d, 1e-3);
+        d = decide(st, k, b, &pred);
+        assert_int_equal(static_cast<int>(d), static_cast<int>(CostDecision::explore_comp));
+        cost_learn(st, k, b, kBitpack, 8, d, 5e-3, -1, /*unsettled=*/true);
+    }
+    /* an unsettled exact half (the entropy stage's decision: both sides compressed) too */
+    CostDecision d = decide(st, k, b, &pred);
+    cost_learn(st, k, b, kBitpack, 8, d, 9e-3, -1, true);
+    assert_int_equal(static_cast<int>(decide(st, k, b, &pred)), static_cast<int>(CostDecision::explore_plain));
+    assert_int_equal(drive(st, k, b, kBitpack, 8, 1e-3, 0.5e-3), kCostExploreCompMin);
+    assert_int_equal(static_cast<int>(decide(st, k, b, &pred)), static_cast<int>(CostDecision::compress));
+}
+
 }  // namespace
 
 int main() {
@@ -322,6 +349,7 @@ int main() {
         cmocka_unit_test(given_seed_when_drawing_noise_expect_bounded_and_deterministic),
         cmocka_unit_test(given_decision_lines_when_replayed_expect_no_exploring),
         cmocka_unit_test(given_sizes_when_classifying_expect_floor_log2),
+        cmocka_unit_test(given_nested_choice_exploring_when_deciding_expect_pairs_dropped),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
