@@ -3,7 +3,8 @@
 """allreduce_algorithm=auto with hierarchy=auto against every algorithm, from run_scale.sh runs
 (docs/scale.md, issue 40: "auto within 10% of the best measured algorithm").
 
-    auto_report.py --algs DIR[,DIR2] --auto DIR[,DIR2] [--repeat DIR[,DIR2]] [--plot PNG [--size BYTES]]
+    auto_report.py --algs DIR[,DIR2] --auto DIR[,DIR2] [--repeat DIR[,DIR2]] [--defaults DIR[,DIR2]]
+                   [--plot PNG [--size BYTES]]
 
 --algs: runs of the explicit algorithms (twophase, halving_doubling, hier_twophase,
 hier_halving; later DIRs replace earlier rows of the same cell). --auto: runs of `auto`
@@ -16,8 +17,11 @@ has none and is listed apart): every algorithm's speedup over plain MPI in its o
 (1 / median of the per-iteration ratio lib/plain), the best, what auto ran (per size, from
 the job's notes: compmpi-stats-hier gives flat or hierarchical, compmpi-stats-auto at that
 rank count the algorithm) and auto's gap = its ratio over the best's - 1 (different jobs).
-Exploration: t_warmlib_s (the library-only warm-up calls, where auto decides) against as many
+The library's own time (median of its arm) over the best algorithm's: what remains of the gap
+without the plain arm, whose time differs between jobs too. Exploration: t_warmlib_s (the library-only warm-up calls, where auto decides) against as many
 calls at auto's settled median. * = core-limited (run-queue wait > 0.25 or CPU share > 0.8).
+--defaults: a later run of the `default` codec (the defaults: awp bitpack, cost model), shown
+beside the --auto run's default rows: what ran (compressed calls or exact) and the speedup.
 --plot: speedup against ranks at --size (default 16 MiB), every algorithm and auto, drawn by
 scale_report.py's plot.
 """
@@ -93,7 +97,7 @@ def main():
     a = sys.argv[1:]
     opt = {}
     while a:
-        if a[0] in ("--algs", "--auto", "--repeat", "--plot", "--size") and len(a) > 1:
+        if a[0] in ("--algs", "--auto", "--repeat", "--defaults", "--plot", "--size") and len(a) > 1:
             opt[a[0][2:]] = a[1]
             a = a[2:]
         else:
@@ -105,11 +109,11 @@ def main():
     rep = load(opt["repeat"])[0] if "repeat" in opt else {}
     p = print
     p("| topology | codec | size | " + " | ".join(SHORT[x] for x in ALGS) +
-      " | best | hierarchy=auto | auto ran | auto | gap | exploration: warm-up calls' time / settled |")
-    p("| --- | --- | --- | " + " | ".join("---:" for _ in ALGS) + " | --- | --- | --- | ---: | ---: | ---: |")
+      " | best | hierarchy=auto | auto ran | auto | gap | libcompmpi's time over the best's | exploration: warm-up calls' time / settled |")
+    p("| --- | --- | --- | " + " | ".join("---:" for _ in ALGS) + " | --- | --- | --- | ---: | ---: | ---: | ---: |")
     n_in = n_all = 0
     far = []
-    for k in sorted([k for k in arows if k[2] == "auto"],
+    for k in sorted([k for k in arows if k[2] == "auto" and any(x[1] == k[1] for x in rows)],
                     key=lambda k: (TOPOS.index(k[0]) if k[0] in TOPOS else 99, k[1], k[3])):
         t, c, _, s = k
         r = arows[k]
@@ -125,8 +129,10 @@ def main():
                 best = (al, q)
         ran, how = auto_ran(r)
         q = float(r["ratio_med"])
-        gap = ""
+        gap, lt = "", ""
         if best:
+            bt = float(rows[(t, c, best[0], s)]["t_lib_med_s"])
+            lt = f"{float(r['t_lib_med_s']) / bt - 1:+.0%}"
             g = q / best[1] - 1
             n_all += 1
             if g <= 0.10:
@@ -147,12 +153,35 @@ def main():
         size = f"{s >> 20} MiB"
         p(f"| {t} | {c} | {size} | " + " | ".join(cells) +
           f" | {SHORT[best[0]] + f' ({1 / best[1]:.2f})' if best else ''} | {how or '—'} | {ran} | "
-          f"{1 / q:.2f}{'*' if core_limited(r) else ''} | {gap} | {expl} |")
+          f"{1 / q:.2f}{'*' if core_limited(r) else ''} | {gap} | {lt} | {expl} |")
     p("")
     if n_all:
         p(f"auto within 10% of the best algorithm: {n_in} of {n_all} configurations ({n_in / n_all:.0%}).")
     for t, c, s, g in far:
         p(f"  more than 10% from the best: {t} {c} {s >> 20} MiB ({g:+.0%})")
+    defaults = sorted([k for k in arows if k[2] == "auto" and k[1] == "default"],
+                      key=lambda k: (TOPOS.index(k[0]) if k[0] in TOPOS else 99, k[3]))
+    if defaults:
+        later = load(opt["defaults"])[0] if "defaults" in opt else {}
+        p("")
+        p("| topology | size | " + ("--auto run: ran | speedup | " if later else "ran | speedup | ") +
+          ("--defaults run: ran | speedup | wire ÷ |" if later else "wire ÷ |"))
+        p("| --- | --- | " + ("--- | ---: | " * (2 if later else 1)) + "---: |")
+        for k in defaults:
+            cells = []
+            for src in ([arows, later] if later else [arows]):
+                r = src.get(k)
+                if not r:
+                    cells += ["", ""]
+                    continue
+                if (fnum(r.get("calls")) or 0) == 0:
+                    ran = "exact (cost model)"
+                else:
+                    name, how = auto_ran(r)
+                    ran = f"{name}{', ' + how if how else ''}"
+                cells += [ran, f"{1 / float(r['ratio_med']):.2f}{'*' if core_limited(r) else ''}"]
+            r = (later or arows).get(k) or arows[k]
+            p(f"| {k[0]} | {k[3] >> 20} MiB | " + " | ".join(cells) + f" | {r.get('wire_ratio', '')} |")
     if "plot" in opt:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import scale_report
