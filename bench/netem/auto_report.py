@@ -29,17 +29,13 @@ import csv
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scale_report import core_limited, fnum, load as load_scale, make_plot  # noqa: E402  (the same rules)
+
 ALGS = ["twophase", "halving_doubling", "hier_twophase", "hier_halving"]
 SHORT = {"twophase": "twophase", "halving_doubling": "halving", "hier_twophase": "hier_twophase",
          "hier_halving": "hier_halving"}
 TOPOS = ["4x1", "8x1", "16x1", "2x2", "4x2", "8x2", "4x4"]
-
-
-def fnum(x):
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return None
 
 
 def load(dirs):
@@ -54,11 +50,6 @@ def load(dirs):
         if os.path.exists(mp):
             meta[d] = open(mp).read()
     return rows, meta
-
-
-def core_limited(r):
-    w, c = fnum(r.get("rq_wait")), fnum(r.get("cpu"))
-    return (w is not None and w > 0.25) or (c is not None and c > 0.8)
 
 
 def notes(s):
@@ -183,13 +174,8 @@ def main():
             r = (later or arows).get(k) or arows[k]
             p(f"| {k[0]} | {k[3] >> 20} MiB | " + " | ".join(cells) + f" | {r.get('wire_ratio', '')} |")
     if "plot" in opt:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import scale_report
-        main_rows, _ = scale_report.load(opt["algs"].split(","))
-        auto_rows, _ = scale_report.load(opt["auto"].split(","))
-        scale_report.make_plot(main_rows, opt["plot"], int(opt.get("size", 16 << 20)),
-                               ["bitpack:16", "q8", "terngrad"], auto_rows)
-
+        make_plot(load_scale(opt["algs"].split(","))[0], opt["plot"], int(opt.get("size", 16 << 20)),
+                  ["bitpack:16", "q8", "terngrad"], load_scale(opt["auto"].split(","))[0])
 
 _wl = {}
 
